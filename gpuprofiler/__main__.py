@@ -1,0 +1,3 @@
+from gpuprofiler.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,170 @@
+"""The ``gpuprofiler`` command line. Exit codes: 0 ok, 2 user error, 3 device error, 130 interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from gpuprofiler import __version__
+from gpuprofiler.errors import DeviceError, GpuProfilerError, UserError
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(float(x)) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def _overrides(items: Sequence[str]) -> dict[str, Any]:
+    from gpuprofiler.safe_eval import evaluate
+
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UserError(f"--set {item!r}: expected NAME=VALUE")
+        out[name] = evaluate(value, out, f"--set {name}")
+    return out
+
+
+def cmd_devices(args) -> int:
+    from gpuprofiler.backends import default_device_id, list_devices
+
+    devices = list_devices()
+    default = default_device_id(devices) if devices else None
+    if args.json:
+        print(json.dumps([{**d.to_dict(), "default": d.id == default} for d in devices], indent=2))
+        return 0
+    if not devices:
+        print("no devices found", file=sys.stderr)
+        return 3
+    for d in devices:
+        mark = "*" if d.id == default else " "
+        clock = f"{d.clock_mhz:.0f} MHz" if d.clock_mhz else "? MHz"
+        print(f"{mark} {d.id:<12} {d.type:<4} {d.name}  [{d.platform}; {d.compute_units} CUs, {clock}, "
+              f"{d.global_mem_bytes / 2**30:.1f} GiB, local {d.local_mem_bytes // 1024} KiB, "
+              f"max wg {d.max_work_group_size}, warp {d.warp_size or '-'}; {d.driver}]")
+    print("(* = default device)")
+    return 0
+
+
+def _policy(args):
+    from gpuprofiler.timing import TimingPolicy
+
+    return TimingPolicy(warmup=args.warmup, min_samples=args.min_samples, budget_s=args.budget, rel_ci=args.rel_ci)
+
+
+def _print_table(records: list[dict]) -> None:
+    print(f"{'kernel':<16} {'phase':<18} {'size':>10} {'median':>12} {'95% interval of median':>26} {'n':>5} "
+          f"{'checked':>7} {'share/GB/s':>10}")
+    for r in records:
+        extra = f"{r['share'] * 100:.1f}%" if "share" in r else (f"{r['gbps']:.2f}" if r.get("gbps") else "")
+        print(f"{r['kernel']:<16} {r['phase']:<18} {r['size']:>10} {r['median_s'] * 1e6:>10.1f}us "
+              f"[{r['ci_low_s'] * 1e6:>10.1f}, {r['ci_high_s'] * 1e6:>10.1f}]us {r['samples']:>5} "
+              f"{str(r['checked']).lower():>7} {extra:>10}")
+
+
+def cmd_measure(args) -> int:
+    from gpuprofiler.apps import load_app, measure_app
+    from gpuprofiler.backends import open_backend
+    from gpuprofiler.builtin import resolve
+    from gpuprofiler.measure import measure_spec
+    from gpuprofiler.spec import load_spec
+    from gpuprofiler.storage import MeasurementLog, default_path
+
+    path = resolve(args.target)
+    is_app = path.suffix == ".py"
+    item = load_app(path) if is_app else load_spec(path)
+    sizes = args.sizes or item.small
+    if not sizes:
+        raise UserError(f"{path}: no --sizes given and the spec has no default small sizes")
+    overrides = _overrides(args.set)
+    backend = open_backend(args.device)
+    log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
+    progress(f"device {backend.info.id}: {backend.info.name}; measurements go to {log.path}")
+    records: list[dict] = []
+
+    def keep(rec: dict) -> None:
+        log.append(rec)
+        progress(f"{rec['kernel']}/{rec['phase']} size {rec['size']}: median {rec['median_s'] * 1e6:.1f} us "
+                 f"({rec['samples']} samples, {rec['stop_reason']}); saved")
+
+    try:
+        if is_app:
+            if overrides:
+                raise UserError("--set applies to kernel specs, not apps")
+            records = measure_app(backend, item, sizes, _policy(args), check=not args.no_check,
+                                  on_record=keep, progress=progress)
+        else:
+            records = measure_spec(backend, item, sizes, _policy(args), check=not args.no_check,
+                                   on_record=keep, overrides=overrides, progress=progress)
+    except KeyboardInterrupt:
+        progress(f"interrupted: {log.written} finished measurement(s) kept in {log.path}")
+        return 130
+    finally:
+        backend.close()
+    if args.json:
+        from gpuprofiler.storage import _clean
+
+        print(json.dumps(_clean(records), indent=1))
+    else:
+        _print_table(records)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuprofiler", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"gpuprofiler {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("devices", help="list the CUDA and OpenCL devices")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_devices)
+
+    p = sub.add_parser("measure", help="time a kernel spec (.toml) or an app (.py) at given sizes")
+    p.add_argument("target", metavar="SPEC_OR_APP", help="spec/app path, or a builtin name such as vadd or cg")
+    p.add_argument("--sizes", type=_int_list, help="comma-separated sizes (default: the spec's small sizes)")
+    p.add_argument("--device", help="device id, e.g. opencl:0:0 or cuda:0 (default: first CUDA GPU, "
+                                    "else first OpenCL GPU, else PoCL)")
+    p.add_argument("--json", action="store_true", help="print only JSON records on stdout")
+    p.add_argument("-o", "--output", help="JSON-lines file to append to (default results/<device>/measurements.jsonl)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a spec parameter")
+    p.add_argument("--budget", type=float, default=2.0, help="seconds of sampling per measurement (default 2)")
+    p.add_argument("--min-samples", type=int, default=5, help="at least this many samples (default 5)")
+    p.add_argument("--rel-ci", type=float, default=0.02, help="stop when the median's 95%% interval is within "
+                                                             "this fraction (default 0.02)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed warm-up runs (default 2)")
+    p.add_argument("--no-check", action="store_true", help="skip the numpy reference check")
+    p.set_defaults(func=cmd_measure)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "min_samples", 5) < 5:
+        parser.error("--min-samples must be at least 5")
+    try:
+        return args.func(args)
+    except GpuProfilerError as exc:
+        kind = "device error" if isinstance(exc, DeviceError) else "error"
+        print(f"gpuprofiler: {kind}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gpuprofiler: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("gpuprofiler: device error: out of host memory", file=sys.stderr)
+        return 3

@@ -1,0 +1,1 @@
+"""Builtin kernel specs, sources and apps (installed as ``gpuprofiler.kernels``)."""

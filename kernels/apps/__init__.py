@@ -1,0 +1,1 @@
+"""Builtin multi-kernel apps: Python files with ``run(ctx, n)``."""

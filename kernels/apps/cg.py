@@ -1,0 +1,93 @@
+"""Conjugate gradient on a sparse SPD matrix: phases spmv, dot_partial, axpy, xpay and the copies.
+
+The matrix has n rows with 5 bands (offsets 0, ±1, ±g, g = floor(sqrt(n))):
+4.5 on the diagonal and -1 off it, so it is symmetric and strictly diagonally
+dominant, hence SPD. A fixed number of iterations keeps the work per size
+predictable; dot products are reduced per work-group on the device and the
+partial sums are added on the host, as many real codes do.
+"""
+
+import numpy as np
+
+NAME = "cg"
+SMALL = [16384, 32768, 65536, 131072, 262144, 524288]
+TARGET = [4194304]
+ITERATIONS = 20
+LOCAL = 256
+
+
+def matrix(n):
+    """CSR arrays (rowptr, cols, vals) of the banded SPD test matrix."""
+    g = max(2, int(np.sqrt(n)))
+    rows, cols, vals = [], [], []
+    for offset, value in ((-g, -1.0), (-1, -1.0), (0, 4.5), (1, -1.0), (g, -1.0)):
+        i = np.arange(max(0, -offset), min(n, n - offset))
+        rows.append(i)
+        cols.append(i + offset)
+        vals.append(np.full(len(i), value))
+    rows, cols, vals = (np.concatenate(a) for a in (rows, cols, vals))
+    order = np.lexsort((cols, rows))
+    rowptr = np.zeros(n + 1, np.int32)
+    np.cumsum(np.bincount(rows, minlength=n), out=rowptr[1:])
+    return rowptr, cols[order].astype(np.int32), vals[order].astype(np.float32)
+
+
+def rhs(n):
+    return np.random.default_rng(1).uniform(0, 1, n).astype(np.float32)
+
+
+def run(ctx, n):
+    source = ctx.source("cg")
+    defines = {"LOCAL": LOCAL}
+    spmv, dot, axpy, xpay = (ctx.compile(source, k, defines) for k in ("spmv", "dot_partial", "axpy", "xpay"))
+    rowptr, cols, vals = matrix(n)
+    b = rhs(n)
+    groups = -(-n // LOCAL)
+    d_rowptr, d_cols, d_vals = ctx.to_device(rowptr), ctx.to_device(cols), ctx.to_device(vals)
+    d_x = ctx.to_device(np.zeros(n, np.float32))
+    d_r = ctx.to_device(b)
+    d_p = ctx.to_device(b)
+    d_ap = ctx.empty(n, np.float32)
+    d_partial = ctx.empty(groups, np.float32)
+    partial = np.empty(groups, np.float32)
+    nn = np.int32(n)
+
+    def dot_product(a, c):
+        ctx.launch(dot, (n,), (LOCAL,), nn, a, c, d_partial)
+        return float(ctx.from_device(d_partial, partial).sum(dtype=np.float64))
+
+    rr = float(np.dot(b.astype(np.float64), b))
+    for _ in range(ITERATIONS):
+        ctx.launch(spmv, (n,), (LOCAL,), nn, d_rowptr, d_cols, d_vals, d_p, d_ap)
+        alpha = rr / dot_product(d_p, d_ap)
+        ctx.launch(axpy, (n,), (LOCAL,), nn, np.float32(alpha), d_p, d_x)
+        ctx.launch(axpy, (n,), (LOCAL,), nn, np.float32(-alpha), d_ap, d_r)
+        rr_new = dot_product(d_r, d_r)
+        ctx.launch(xpay, (n,), (LOCAL,), nn, np.float32(rr_new / rr), d_r, d_p)
+        rr = rr_new
+    x = ctx.from_device(d_x, np.empty(n, np.float32))
+    return {"x": x, "residual": np.sqrt(rr)}
+
+
+def check(n, result):
+    """Same iterations in float64 numpy; the device's x must agree, and the residual must have dropped."""
+    rowptr, cols, vals = matrix(n)
+    import scipy.sparse as sp
+
+    a = sp.csr_matrix((vals.astype(np.float64), cols, rowptr), shape=(n, n))
+    b = rhs(n).astype(np.float64)
+    x = np.zeros(n)
+    r = b.copy()
+    p = r.copy()
+    rr = r @ r
+    for _ in range(ITERATIONS):
+        ap = a @ p
+        alpha = rr / (p @ ap)
+        x += alpha * p
+        r -= alpha * ap
+        rr_new = r @ r
+        p = r + (rr_new / rr) * p
+        rr = rr_new
+    err = np.max(np.abs(result["x"] - x)) / np.max(np.abs(x))
+    assert err < 1e-3, f"x differs from the float64 reference by {err:.2e} (relative to max |x|)"
+    assert np.linalg.norm(b - a @ result["x"]) < 1e-3 * np.linalg.norm(b), "CG did not reduce the residual"

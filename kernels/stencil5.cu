@@ -1,0 +1,8 @@
+// stencil5: one 5-point Jacobi step on an n x n grid, out = 0.25*(N + S + W + E) at interior points; boundary is not written
+extern "C" __global__ void stencil5(int n, const float *u, float *out)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i >= 1 && i < n - 1 && j >= 1 && j < n - 1)
+        out[i * n + j] = 0.25f * (u[(i - 1) * n + j] + u[(i + 1) * n + j] + u[i * n + j - 1] + u[i * n + j + 1]);
+}
