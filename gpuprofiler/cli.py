@@ -124,6 +124,51 @@ def cmd_measure(args) -> int:
     return 0
 
 
+def cmd_calibrate(args) -> int:
+    from gpuprofiler.backends import open_backend
+    from gpuprofiler.calibrate import calibrate, parse_only
+    from gpuprofiler.profile_view import plot_latency, show
+    from gpuprofiler.storage import default_path
+
+    only = parse_only(args.only)
+    backend = open_backend(args.device)
+    out = Path(args.output) if args.output else default_path(backend.info, "profile.json")
+    try:
+        profile = calibrate(backend, out, quick=args.quick, only=only, progress=progress)
+    except KeyboardInterrupt:
+        progress(f"interrupted: the sections already finished are in {out}")
+        return 130
+    finally:
+        backend.close()
+    png = plot_latency(profile, out.with_name(out.stem + "_latency.png"))
+    print(show(profile))
+    progress(f"profile written to {out}" + (f"; latency plot {png}" if png else ""))
+    return 0
+
+
+def cmd_profile_show(args) -> int:
+    from gpuprofiler.profile import SCHEMA_DOC, load_profile
+    from gpuprofiler.profile_view import show
+
+    if args.schema:
+        print(SCHEMA_DOC)
+        return 0
+    if not args.file:
+        raise UserError("profile show needs a FILE (or --schema)")
+    print(show(load_profile(args.file)))
+    return 0
+
+
+def cmd_profile_compare(args) -> int:
+    from gpuprofiler.profile import load_profile
+    from gpuprofiler.profile_view import compare
+
+    table, bad = compare(load_profile(args.a), load_profile(args.b), args.tolerance)
+    print(table)
+    print(f"{bad} key value(s) disagree (outside both intervals and more than {args.tolerance:.0%} apart)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuprofiler", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"gpuprofiler {__version__}")
@@ -148,6 +193,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=2, help="untimed warm-up runs (default 2)")
     p.add_argument("--no-check", action="store_true", help="skip the numpy reference check")
     p.set_defaults(func=cmd_measure)
+
+    p = sub.add_parser("calibrate", help="run the microbenchmarks and write the device's hardware profile")
+    p.add_argument("--device", help="device id (default: the default device)")
+    p.add_argument("--quick", action="store_true", help="fewer points and repeats (about a minute on a CPU)")
+    p.add_argument("--only", help="comma-separated sections: launch,memory,bandwidth,latency,instructions,transfer")
+    p.add_argument("-o", "--output", help="profile file (default results/<device>/profile.json)")
+    p.set_defaults(func=cmd_calibrate)
+
+    p = sub.add_parser("profile", help="inspect a hardware profile")
+    psub = p.add_subparsers(dest="profile_command", required=True)
+    q = psub.add_parser("show", help="print a profile as a readable table")
+    q.add_argument("file", nargs="?", metavar="FILE")
+    q.add_argument("--schema", action="store_true", help="print the profile's schema instead")
+    q.set_defaults(func=cmd_profile_show)
+    q = psub.add_parser("compare", help="key values of two profiles side by side, with agreement")
+    q.add_argument("a", metavar="A")
+    q.add_argument("b", metavar="B")
+    q.add_argument("--tolerance", type=float, default=0.10, help="relative difference that still agrees (0.10)")
+    q.set_defaults(func=cmd_profile_compare)
     return parser
 
 

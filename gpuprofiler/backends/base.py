@@ -92,6 +92,10 @@ class Backend(abc.ABC):
                args: Sequence[Any]) -> Event:
         """Enqueue the kernel over ``global_size`` work-items (CUDA: threads) in groups of ``local_size``."""
 
+    def pinned_empty(self, nbytes: int) -> np.ndarray:
+        """Host bytes in pinned (page-locked) or device-mapped memory, where the API offers it."""
+        raise NotImplementedError(f"{self.kind} backend has no pinned host memory")
+
     @abc.abstractmethod
     def finish(self) -> None:
         """Wait until everything enqueued has completed."""

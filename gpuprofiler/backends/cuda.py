@@ -157,6 +157,10 @@ class CUDABackend(Backend):
         except cuda.Error as exc:
             raise _translate(exc, f"launching {kernel.name}") from None
 
+    def pinned_empty(self, nbytes: int) -> np.ndarray:
+        """Page-locked host memory (cudaHostAlloc)."""
+        return cuda.pagelocked_empty(int(nbytes), np.uint8)
+
     def finish(self) -> None:
         try:
             cuda.Context.synchronize()

@@ -107,6 +107,7 @@ class OpenCLBackend(Backend):
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self._programs: dict[tuple, cl.Program] = {}
+        self._pinned: list = []
 
     def compile(self, source: str, kernel_name: str, defines: dict[str, Any] | None = None,
                 options: Sequence[str] = ()) -> CLKernel:
@@ -163,6 +164,14 @@ class OpenCLBackend(Backend):
             raise _translate(exc, f"launching {kernel.name}") from None
         return CLEvent(event)
 
+    def pinned_empty(self, nbytes: int) -> np.ndarray:
+        """Host memory the device can reach directly: a buffer allocated with ALLOC_HOST_PTR, mapped."""
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR, size=max(int(nbytes), 1))
+        array, _ = cl.enqueue_map_buffer(self.queue, buf, cl.map_flags.READ | cl.map_flags.WRITE, 0, (int(nbytes),),
+                                         np.uint8, is_blocking=True)
+        self._pinned.append(buf)
+        return array
+
     def finish(self) -> None:
         try:
             self.queue.finish()
@@ -171,3 +180,4 @@ class OpenCLBackend(Backend):
 
     def close(self) -> None:
         self._programs.clear()
+        self._pinned.clear()

@@ -1,0 +1,268 @@
+"""Scaling laws of run time against problem size, fitted on small sizes and extrapolated.
+
+* :class:`Fractal` -- the fractal model of Escobar & Boppana: ln T = m * ln(n / n_L) + d, so
+  T(n_L) = e^d and m is the fractal dimension;
+* :class:`Overhead` -- T = c0 + a * n^m, with c0 fixed (from the profile's launch overhead) or fitted;
+* :class:`TwoTerm` -- Extra-P's PMNF with one term: T = c0 + c1 * n^p * log2(n)^q, (p, q) from a grid;
+* :class:`Polynomial` -- a polynomial of degree 1..4 in n (the paper's Figure 1 baseline);
+* :func:`choose` -- the model with the smallest leave-one-out error.
+
+Every model takes per-size samples (repeats), fits the per-size medians, and predicts with a
+95% interval that adds the fit's uncertainty, the misfit of the law and the spread of repeats.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from scipy import optimize, stats
+
+CONFIDENCE = 0.95
+
+
+@dataclass
+class Prediction:
+    size: float
+    value: float
+    low: float
+    high: float
+    model: str
+    params: dict = field(default_factory=dict)
+
+
+def _medians(samples: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.array([float(np.median(s)) for s in samples])
+
+
+def repeat_log_variance(samples: Sequence[Sequence[float]]) -> float:
+    """Mean over sizes of the variance of ln(repeat) around its size's median: the spread of repeats."""
+    out = []
+    for s in samples:
+        s = np.asarray(s, float)
+        s = s[s > 0]
+        if len(s) > 1:
+            out.append(float(np.mean((np.log(s) - np.log(np.median(s))) ** 2)))
+    return float(np.mean(out)) if out else 0.0
+
+
+class ScalingModel:
+    """Base: ``fit(sizes, samples)`` then ``predict(size)``; subclasses implement ``_fit`` and ``_predict``."""
+
+    name = "model"
+    n_params = 2
+
+    def fit(self, sizes: Sequence[float], samples: Sequence[Sequence[float]] | Sequence[float]) -> "ScalingModel":
+        sizes = np.asarray(sizes, float)
+        samples = [np.atleast_1d(np.asarray(s, float)) for s in samples]
+        if len(sizes) != len(samples) or len(sizes) < self.n_params:
+            raise ValueError(f"{self.name}: needs at least {self.n_params} sizes, got {len(sizes)}")
+        self.sizes_, self.times_ = sizes, _medians(samples)
+        if np.any(self.times_ <= 0) or np.any(sizes <= 0):
+            raise ValueError(f"{self.name}: sizes and times must be positive")
+        self.rep_var_ = repeat_log_variance(samples)
+        self._fit(sizes, self.times_)
+        return self
+
+    def predict(self, size: float) -> Prediction:
+        value, log_sd, params = self._predict(float(size))
+        dof = max(len(self.sizes_) - self.n_params, 1)
+        t = stats.t.ppf(0.5 + CONFIDENCE / 2, dof)
+        half = t * math.sqrt(log_sd**2 + self.rep_var_)
+        return Prediction(float(size), value, value * math.exp(-half), value * math.exp(half), self.name, params)
+
+    def predict_value(self, size: float) -> float:
+        return self._predict(float(size))[0]
+
+    def _fit(self, n: np.ndarray, t: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _predict(self, size: float) -> tuple[float, float, dict]:
+        raise NotImplementedError
+
+
+class Fractal(ScalingModel):
+    """ln T = m ln(n / n_L) + d, refitted for each target n_L as the paper does (x = 0 at the target)."""
+
+    name = "fractal"
+
+    def _fit(self, n, t):
+        self.x_ = np.log(n)
+        self.y_ = np.log(t)
+        res = stats.linregress(self.x_, self.y_)
+        self.m_, self.b_ = float(res.slope), float(res.intercept)
+        self.r2_ = float(res.rvalue**2)
+        k = len(n)
+        self.s2_ = float(np.sum((self.y_ - (self.m_ * self.x_ + self.b_)) ** 2) / max(k - 2, 1))
+
+    def _predict(self, size):
+        x0 = math.log(size)
+        d = self.m_ * x0 + self.b_  # = intercept of the fit in x = ln(n / n_L)
+        k = len(self.x_)
+        sxx = float(np.sum((self.x_ - self.x_.mean()) ** 2))
+        var = self.s2_ * (1 + 1 / k + (x0 - self.x_.mean()) ** 2 / sxx) if sxx > 0 else self.s2_
+        return math.exp(d), math.sqrt(var), {"m": self.m_, "d": d, "r2": self.r2_}
+
+
+class Overhead(ScalingModel):
+    """T = c0 + a n^m: a fixed overhead (launch) that a pure power law misses at small sizes."""
+
+    name = "overhead"
+    n_params = 3
+
+    def __init__(self, c0: float | None = None):
+        self.c0 = c0
+        if c0 is not None:
+            self.n_params = 2
+
+    def _fit(self, n, t):
+        scale = float(np.median(n))
+        x = n / scale
+        fixed = self.c0
+
+        def model(p):
+            c0 = fixed if fixed is not None else p[2]
+            return c0 + np.exp(p[0]) * x ** p[1]
+
+        def resid(p):
+            return np.log(np.maximum(model(p), 1e-300)) - np.log(t)
+
+        start_m = stats.linregress(np.log(n), np.log(t)).slope
+        p0 = [math.log(float(np.median(t))), max(start_m, 0.05)]
+        lo, hi = [-np.inf, 0.0], [np.inf, 6.0]
+        if fixed is None:
+            p0.append(float(t.min()) * 0.5)
+            lo.append(0.0)
+            hi.append(float(t.min()))
+        res = optimize.least_squares(resid, p0, bounds=(lo, hi))
+        self.p_, self.scale_ = res.x, scale
+        k = len(n)
+        self.s2_ = float(np.sum(res.fun**2) / max(k - len(p0), 1))
+        try:
+            self.cov_ = np.linalg.pinv(res.jac.T @ res.jac) * self.s2_
+        except np.linalg.LinAlgError:
+            self.cov_ = np.zeros((len(p0), len(p0)))
+        self._model = model
+
+    def _predict(self, size):
+        x = size / self.scale_
+        p = self.p_
+        value = float(self._model_at(p, x))
+        eps = 1e-6
+        grad = np.array([(math.log(self._model_at(p + eps * np.eye(len(p))[i], x)) - math.log(value)) / eps
+                         for i in range(len(p))])
+        var = float(grad @ self.cov_ @ grad) + self.s2_
+        c0 = self.c0 if self.c0 is not None else float(p[2])
+        return value, math.sqrt(max(var, 0.0)), {"c0": c0, "a": math.exp(p[0]) * self.scale_ ** -p[1], "m": float(p[1])}
+
+    def _model_at(self, p, x):
+        c0 = self.c0 if self.c0 is not None else p[2]
+        return c0 + math.exp(p[0]) * x ** p[1]
+
+
+EXPONENTS = (0.5, 2 / 3, 0.75, 1.0, 1.25, 4 / 3, 1.5, 5 / 3, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0)
+LOGS = (0, 1, 2)
+
+
+class TwoTerm(ScalingModel):
+    """Extra-P's one-term PMNF: T = c0 + c1 n^p log2(n)^q; linear least squares in relative error per (p, q),
+    the hypothesis with the smallest residual kept (c0 >= 0, c1 > 0)."""
+
+    name = "two-term"
+
+    def _fit(self, n, t):
+        best = None
+        w = 1.0 / t
+        for p in EXPONENTS:
+            for q in LOGS:
+                term = n**p * np.log2(n) ** q
+                X = np.column_stack([np.ones_like(n), term]) * w[:, None]
+                coef, *_ = np.linalg.lstsq(X, np.ones_like(n), rcond=None)
+                if coef[0] < 0:  # no negative constant: refit through the origin
+                    c1 = float(np.sum(term * w * w) / np.sum(term * term * w * w))
+                    coef = np.array([0.0, c1])
+                if coef[1] <= 0:
+                    continue
+                rel = (coef[0] + coef[1] * term) / t - 1
+                rss = float(np.sum(rel**2))
+                if best is None or rss < best[0]:
+                    best = (rss, p, q, coef, X)
+        if best is None:
+            raise ValueError("two-term: no hypothesis with a positive term")
+        rss, self.p_, self.q_, self.coef_, X = best
+        k = len(n)
+        self.s2_ = rss / max(k - 2, 1)
+        self.xtx_inv_ = np.linalg.pinv(X.T @ X)
+
+    def _predict(self, size):
+        term = size**self.p_ * math.log2(size) ** self.q_
+        value = float(self.coef_[0] + self.coef_[1] * term)
+        x0 = np.array([1.0, term]) / max(value, 1e-300)
+        var = self.s2_ * (1 + float(x0 @ self.xtx_inv_ @ x0))
+        # relative standard deviation ~ log standard deviation for small values
+        return value, math.sqrt(var), {"c0": float(self.coef_[0]), "c1": float(self.coef_[1]), "p": self.p_,
+                                       "q": self.q_}
+
+
+class Polynomial(ScalingModel):
+    """T = polynomial of ``degree`` in n (least squares): the baseline the fractal paper shows failing."""
+
+    def __init__(self, degree: int):
+        self.degree = degree
+        self.name = f"poly{degree}"
+        self.n_params = degree + 1
+
+    def _fit(self, n, t):
+        self.scale_ = float(n.max())
+        self.coef_ = np.polyfit(n / self.scale_, t, self.degree)
+        k = len(n)
+        resid = np.polyval(self.coef_, n / self.scale_) / t - 1
+        self.s2_ = float(np.sum(resid**2) / max(k - self.n_params, 1))
+
+    def _predict(self, size):
+        value = float(np.polyval(self.coef_, size / self.scale_))
+        return value, math.sqrt(self.s2_), {"degree": self.degree}
+
+    def predict(self, size: float) -> Prediction:
+        value, sd, params = self._predict(float(size))
+        return Prediction(float(size), value, value - 2 * sd * abs(value), value + 2 * sd * abs(value), self.name,
+                          params)
+
+
+def loo_error(model_factory, sizes: np.ndarray, samples: list) -> float:
+    """Mean |relative error| predicting each size from the others (leave-one-out)."""
+    errors = []
+    for i in range(len(sizes)):
+        keep = [j for j in range(len(sizes)) if j != i]
+        try:
+            m = model_factory().fit(sizes[keep], [samples[j] for j in keep])
+            pred = m.predict_value(float(sizes[i]))
+        except (ValueError, np.linalg.LinAlgError, RuntimeError):
+            return math.inf
+        actual = float(np.median(samples[i]))
+        if not math.isfinite(pred) or pred <= 0:
+            return math.inf
+        errors.append(abs(pred - actual) / actual)
+    return float(np.mean(errors)) if errors else math.inf
+
+
+def candidates(c0: float | None = None) -> dict:
+    """The models :func:`choose` compares: pure fractal, overhead-aware (c0 fixed when known, else fitted), two-term."""
+    out = {"fractal": Fractal, "overhead": (lambda: Overhead(c0)) if c0 else Overhead, "two-term": TwoTerm}
+    return out
+
+
+def choose(sizes, samples, c0: float | None = None) -> tuple[ScalingModel, dict[str, float]]:
+    """Fit every candidate and keep the one with the smallest leave-one-out error (ties: the simplest)."""
+    sizes = np.asarray(sizes, float)
+    samples = [np.atleast_1d(np.asarray(s, float)) for s in samples]
+    scores = {}
+    for name, factory in candidates(c0).items():
+        needed = factory().n_params + 2  # a leave-one-out fit keeps at least one spare point
+        scores[name] = loo_error(factory, sizes, samples) if len(sizes) >= needed else math.inf
+    best = min(scores, key=lambda k: (scores[k], list(scores).index(k)))
+    if not math.isfinite(scores[best]):
+        best = "fractal"
+    return candidates(c0)[best]().fit(sizes, samples), scores

@@ -1,0 +1,121 @@
+"""Global-memory bandwidth: read, write, copy and triad over float vector widths, on random data.
+
+Arrays are far beyond the last-level cache; every work-item handles PER vectors
+strided by the global size (consecutive work-items touch consecutive vectors); the
+figure is bytes moved / the minimum event time over repeats after warm-up. A value
+above the device's theoretical peak (where the API gives the memory clock and bus
+width) is recorded as failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler.profile import entry, failed
+from gpuprofiler.timing import TimingPolicy
+from microbench.common import Progress, say, time_launch
+from microbench.source import VECTOR_WIDTHS, build, components, vec_type
+
+PER = 16
+KINDS = {"read": 1, "write": 1, "copy": 2, "triad": 3}  # arrays touched
+
+
+def kernel_source(kind: str, api: str, width: int) -> str:
+    """Source of one bandwidth kernel ``bw_<kind>`` for ``width``-wide float vectors."""
+    vt = vec_type(api, width)
+    comps = components(api, width)
+    idx = "g + (idx_t)k * n"
+    head = "idx_t g = GID, n = GSIZE;\n    for (int k = 0; k < PER; ++k) {\n"
+    vector_ops = api == "opencl" or width == 1
+
+    def make(exprs: list[str]) -> str:
+        if width == 1:
+            return exprs[0]
+        if api == "opencl":
+            return f"({vt})({', '.join(exprs)})"
+        return f"make_{vt}({', '.join(exprs)})"
+
+    if kind == "read":
+        if vector_ops:
+            zero = "0.0f" if width == 1 else f"({vt})(0.0f)"
+            body = (f"{vt} acc = {zero};\n    {head}        acc += a[{idx}];\n    }}\n"
+                    f"    float s = {' + '.join('acc' + c for c in comps)};\n")
+        else:
+            body = (f"float {', '.join(f'acc{i} = 0.0f' for i in range(width))};\n    {head}"
+                    f"        {vt} v = a[{idx}];\n"
+                    + "".join(f"        acc{i} += v{c};\n" for i, c in enumerate(comps))
+                    + f"    }}\n    float s = {' + '.join(f'acc{i}' for i in range(width))};\n")
+        return (f"KERNEL void bw_read(GLOBAL const {vt} *a, GLOBAL float *out, float never) {{\n    {body}"
+                f"    if (s == never) out[g] = s;\n}}\n")
+    if kind == "write":
+        value = make(["value"] * width)
+        return (f"KERNEL void bw_write(GLOBAL {vt} *a, float value) {{\n    {head}"
+                f"        a[{idx}] = {value};\n    }}\n}}\n")
+    if kind == "copy":
+        return (f"KERNEL void bw_copy(GLOBAL const {vt} *a, GLOBAL {vt} *b) {{\n    {head}"
+                f"        b[{idx}] = a[{idx}];\n    }}\n}}\n")
+    if vector_ops:
+        line = f"        idx_t i = {idx};\n        a[i] = b[i] + s * c[i];\n"
+    else:
+        line = (f"        idx_t i = {idx};\n        {vt} bv = b[i], cv = c[i];\n"
+                f"        a[i] = {make([f'bv{c} + s * cv{c}' for c in comps])};\n")
+    return (f"KERNEL void bw_triad(GLOBAL {vt} *a, GLOBAL const {vt} *b, GLOBAL const {vt} *c, float s) {{\n"
+            f"    {head}{line}    }}\n}}\n")
+
+
+def peak_bps(info: Any) -> float | None:
+    """Theoretical DRAM bandwidth from the memory clock and bus width (double data rate), where known."""
+    mhz = info.extra.get("memory_clock_mhz")
+    bits = info.extra.get("memory_bus_width_bits")
+    if mhz and bits:
+        return 2.0 * mhz * 1e6 * bits / 8
+    return None
+
+
+def measure(backend: Any, quick: bool = False, progress: Progress = None,
+            llc_bytes: int | None = None) -> dict[str, Any]:
+    info = backend.info
+    limit = int(min(info.extra.get("max_mem_alloc_bytes") or info.global_mem_bytes // 4, info.global_mem_bytes // 4))
+    llc = llc_bytes or 8 << 20
+    array_bytes = int(min(max(8 * llc, 256 << 20), limit, 1 << 30))
+    count = array_bytes // 4
+    count -= count % (PER * 16 * 1024)  # whole vectors for every width and work-group
+    array_bytes = count * 4
+    say(progress, f"bandwidth: 3 arrays of {array_bytes >> 20} MiB of random floats")
+    host = np.random.default_rng(3).random(count, dtype=np.float32)
+    bufs = [backend.to_device(host)[0] for _ in range(3)]
+    del host
+    out = backend.alloc(4 * 1024 * 1024)
+    peak = peak_bps(info)
+    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.1 if quick else 0.5)
+    local = (min(256, info.max_work_group_size),)
+    by_width: dict[str, dict[str, Any]] = {k: {} for k in KINDS}
+    for kind, arrays in KINDS.items():
+        for width in VECTOR_WIDTHS[backend.kind]:
+            kernel = build(backend, kernel_source(kind, backend.kind, width), f"bw_{kind}", {"PER": PER})
+            items = count // width // PER
+            args = {"read": [bufs[0], out, np.float32(-1.0)], "write": [bufs[0], np.float32(1.5)],
+                    "copy": [bufs[0], bufs[1]], "triad": [bufs[0], bufs[1], bufs[2], np.float32(3.0)]}[kind]
+            t = time_launch(backend, kernel, (items,), local, args, policy).device
+            moved = arrays * array_bytes
+            bps = moved / t.minimum
+            method = (f"{kind}, float{width if width > 1 else ''}, {arrays} x {array_bytes >> 20} MiB, bytes / minimum "
+                      f"event time of {t.n} runs after warm-up")
+            if peak and bps > peak:
+                by_width[kind][str(width)] = failed("B/s", method, f"{bps:.3g} B/s exceeds the device's peak "
+                                                    f"{peak:.3g} B/s", measured_Bps=bps)
+            else:
+                by_width[kind][str(width)] = entry(bps, "B/s", method, (moved / t.maximum, bps),
+                                                   median_Bps=moved / t.median, n=t.n)
+            say(progress, f"bandwidth: {kind} float{width}: {bps / 1e9:.2f} GB/s")
+    result: dict[str, Any] = {"by_width": by_width, "array_bytes": array_bytes, "peak_Bps": peak}
+    for kind in KINDS:
+        ok = {w: e for w, e in by_width[kind].items() if e["status"] == "ok"}
+        if ok:
+            best_w = max(ok, key=lambda w: ok[w]["value"])
+            result[f"{kind}_Bps"] = {**ok[best_w], "width": int(best_w)}
+        else:
+            result[f"{kind}_Bps"] = failed("B/s", f"{kind} bandwidth", "every vector width failed")
+    return result

@@ -1,0 +1,159 @@
+"""Shared pieces of the microbenchmarks: timing a launch, linear fits with intervals, the clock."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from scipy import stats
+
+from gpuprofiler.timing import Timing, TimingPolicy, sample
+
+Progress = Callable[[str], None] | None
+
+
+def say(progress: Progress, message: str) -> None:
+    if progress:
+        progress(message)
+
+
+def time_launch(backend: Any, kernel: Any, global_size: Sequence[int], local_size: Sequence[int] | None,
+                args: Sequence[Any] | Callable[[int], Sequence[Any]], policy: TimingPolicy) -> Timing:
+    """Device event times of repeated launches (warm-up first), each waited for.
+
+    ``args`` may be a function of the launch number, for benchmarks that must touch new data each time.
+    """
+    count = [0]
+
+    def once() -> float:
+        count[0] += 1
+        event = backend.launch(kernel, global_size, local_size, args(count[0]) if callable(args) else args)
+        backend.finish()
+        return event.seconds()
+
+    return sample(once, policy)
+
+
+@dataclass
+class LinearFit:
+    """y = slope * x + intercept with 95% intervals of both (ordinary least squares, t distribution)."""
+
+    slope: float
+    intercept: float
+    slope_ci: tuple[float, float]
+    intercept_ci: tuple[float, float]
+    r2: float
+    n: int
+
+
+def linear_fit(x: Sequence[float], y: Sequence[float], confidence: float = 0.95) -> LinearFit:
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    res = stats.linregress(x, y)
+    dof = max(len(x) - 2, 1)
+    t = stats.t.ppf(0.5 + confidence / 2, dof)
+    return LinearFit(float(res.slope), float(res.intercept),
+                     (res.slope - t * res.stderr, res.slope + t * res.stderr),
+                     (res.intercept - t * res.intercept_stderr, res.intercept + t * res.intercept_stderr),
+                     float(res.rvalue**2), len(x))
+
+
+def origin_fit(x: Sequence[float], y: Sequence[float], confidence: float = 0.95) -> tuple[float, tuple[float, float]]:
+    """Slope of y = s*x through the origin (least squares) with its interval (t distribution)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    sxx = float(np.sum(x * x))
+    slope = float(np.sum(x * y) / sxx)
+    dof = max(len(x) - 1, 1)
+    se = float(np.sqrt(np.sum((y - slope * x) ** 2) / dof / sxx))
+    t = stats.t.ppf(0.5 + confidence / 2, dof)
+    return slope, (slope - t * se, slope + t * se)
+
+
+def cpu_clock_hz() -> tuple[float, str] | None:
+    """Mean current core clock from /proc/cpuinfo, read now (Linux)."""
+    try:
+        mhz = [float(line.split(":")[1]) for line in open("/proc/cpuinfo") if line.lower().startswith("cpu mhz")]
+    except OSError:
+        return None
+    return (float(np.mean(mhz)) * 1e6, "/proc/cpuinfo cpu MHz, read at run time") if mhz else None
+
+
+def device_clock(backend: Any) -> dict[str, Any]:
+    """The clock for cycles <-> seconds: the CPU's current clock for CPU devices, else the device's reported clock.
+
+    The CUDA instruction benchmarks replace this with the SM clock measured from %clock64 against events.
+    """
+    if backend.info.type == "cpu":
+        found = cpu_clock_hz()
+        if found:
+            return {"hz": found[0], "source": found[1]}
+    if backend.info.clock_mhz:
+        return {"hz": backend.info.clock_mhz * 1e6, "source": f"{backend.kind} device max clock (reported)"}
+    return {"hz": None, "source": "unknown"}
+
+
+def random_cycle(count: int, rng: np.random.Generator, stride: int = 1) -> np.ndarray:
+    """A random cyclic permutation: ``next[p[i]] = p[i+1]`` over ``count`` slots ``stride`` elements apart.
+
+    Element ``j*stride`` holds the index of the next slot's element; one cycle visits every slot.
+    """
+    order = rng.permutation(count).astype(np.uint32) * np.uint32(stride)
+    nxt = np.zeros(count * stride, dtype=np.uint32)
+    nxt[order] = np.roll(order, -1)
+    return nxt
+
+
+def page_grouped_cycle(count: int, rng: np.random.Generator, stride: int = 16, lines_per_page: int = 64) -> np.ndarray:
+    """A random cyclic permutation of ``count`` lines that visits pages in random order and the lines of
+    each page in random order: the same cache behaviour as a plain random cycle, with 1/lines_per_page
+    of its TLB misses, so that cache knees are not confused with TLB reach.
+    """
+    pages = max(1, count // lines_per_page)
+    per = count // pages
+    patterns = np.argsort(rng.random((256, per)), axis=1).astype(np.uint32)  # 256 random in-page orders
+    within = patterns[rng.integers(0, 256, pages)]
+    order = (rng.permutation(pages).astype(np.uint32)[:, None] * np.uint32(per) + within).ravel()
+    order *= np.uint32(stride)
+    nxt = np.zeros(pages * per * stride, dtype=np.uint32)
+    nxt[order] = np.roll(order, -1)
+    return nxt
+
+
+def stopwatch() -> Callable[[], float]:
+    t0 = time.perf_counter()
+    return lambda: time.perf_counter() - t0
+
+
+class Workspace:
+    """Device buffers shared by several microbenchmarks of one calibration (built once: they are big)."""
+
+    def __init__(self, backend: Any, seed: int = 11):
+        self.backend = backend
+        self.rng = np.random.default_rng(seed)
+        self._cycles: dict[int, tuple[Any, int]] = {}
+        self._big: Any = None
+        self._big_bytes = 0
+
+    def scratch(self, nbytes: int) -> Any:
+        """One large device buffer, reused (first touch of fresh memory is slow on some devices)."""
+        if self._big is None or self._big_bytes < nbytes:
+            self._big = None
+            self._big = self.backend.alloc(nbytes)
+            self._big_bytes = nbytes
+        return self._big
+
+    def cycle(self, nbytes: int, keep: bool = False) -> tuple[Any, int]:
+        """A page-grouped random cycle over ``nbytes`` of 64-byte lines, uploaded; returns (buffer, lines)."""
+        if nbytes in self._cycles:
+            return self._cycles[nbytes]
+        host = page_grouped_cycle(max(2, nbytes // 64), self.rng)
+        if keep:
+            buf, _ = self.backend.to_device(host)
+        else:
+            buf = self.scratch(max(host.nbytes, self._big_bytes))
+            self.backend.to_device(host, buf)
+        lines = host.size // 16
+        if keep:
+            self._cycles[nbytes] = (buf, lines)
+        return buf, lines

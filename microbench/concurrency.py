@@ -1,0 +1,85 @@
+"""How many work-items the device runs at once, by Little's law on a fixed per-work-item chain.
+
+Each work-item runs the same long dependent FMA chain, taking T(1) alone. With n
+work-items the kernel takes T(n); n * T(1) / T(n) work-items are then in progress on
+average. Its maximum over n (the device full) is ``concurrency.work_items``. The knee
+-- the largest n whose time stays within 25% of T(1) -- and the resident capacity the
+API reports (compute units x threads per unit) are kept beside it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler.profile import entry
+from gpuprofiler.timing import TimingPolicy
+from microbench.common import Progress, say, time_launch
+from microbench.source import build
+
+SOURCE = r"""
+KERNEL void busy(GLOBAL float *out, int iters, float a, float b, float never) {
+    float x = (float)LID;
+    for (int i = 0; i < iters; ++i) {
+        x = x * a + b; x = x * a + b; x = x * a + b; x = x * a + b;
+        x = x * a + b; x = x * a + b; x = x * a + b; x = x * a + b;
+    }
+    if (x == never) out[GID] = x;
+}
+"""
+
+KNEE = 1.25
+
+
+def knee(counts: list[int], times: list[float], ratio: float = KNEE) -> int | None:
+    """Largest count before the first whose time exceeds ``ratio`` x the time of the smallest count."""
+    base = times[0]
+    best = None
+    for n, t in zip(counts, times):
+        if t > base * ratio:
+            break
+        best = n
+    return best
+
+
+def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dict[str, Any]:
+    info = backend.info
+    is_cpu = info.type == "cpu"
+    resident = info.extra.get("max_threads_per_sm", 0) * info.compute_units if not is_cpu else None
+    top = (resident or info.compute_units * info.max_work_group_size) * 4
+    counts = [2**k for k in range(0, int(np.log2(max(top, 2))) + 1)]
+    # one work-item's chain must outlast the device's start-up of its workers (about a millisecond on a CPU)
+    iters = (1 << 16 if quick else 1 << 17) if is_cpu else (1024 if quick else 4096)
+    kernel = build(backend, SOURCE, "busy")
+    out = backend.alloc(4 * counts[-1])
+    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.03 if quick else 0.2)
+    group_cap = 256 if not is_cpu else info.max_work_group_size
+    # a CPU runs a work-group's items in a loop on one core: also try one item per group, spread over cores
+    layouts = {"full groups": lambda n: min(n, group_cap)}
+    if is_cpu:
+        layouts["one item per group"] = lambda n: 1
+    result: dict[str, Any] = {"resident_capacity": resident, "layouts": {}}
+    best = None
+    for name, local_of in layouts.items():
+        times: list[float] = []
+        in_flight: list[float] = []
+        say(progress, f"concurrency: a fixed chain per work-item, 1 .. {counts[-1]} work-items, {name}")
+        for n in counts:
+            t = time_launch(backend, kernel, (n,), (local_of(n),), [out, np.int32(iters), np.float32(0.999),
+                                                                     np.float32(0.001), np.float32(-1)], policy).device
+            times.append(t.median)
+            in_flight.append(n * times[0] / t.median)
+            # stop once four more doublings added less than 10% (the device is full), or a launch is long
+            if (len(in_flight) >= 5 and in_flight[-1] < 1.1 * max(in_flight[:-4])) or t.median > 0.25:
+                break
+        result["layouts"][name] = {"knee": knee(counts[:len(times)], times),
+                                   "points": [{"work_items": n, "seconds": t, "in_flight": f}
+                                              for n, t, f in zip(counts, times, in_flight)]}
+        peak = max(in_flight)
+        if best is None or peak > best[0]:
+            best = (peak, name, counts[int(np.argmax(in_flight))])
+    method = (f"Little's law: max over n of n * T(1) / T(n), each work-item running {iters * 8} dependent FMAs; "
+              f"best of layouts {list(layouts)}: {best[1]}, at n = {best[2]}")
+    result["work_items"] = entry(best[0], "work-items", method)
+    return result

@@ -1,0 +1,243 @@
+"""Per-instruction latency and throughput through OpenCL C (any OpenCL device, PoCL included).
+
+Latency: one work-item runs ITERS iterations of a dependent chain of k operations
+(unrolled in the source, each consuming the previous result, the result kept live
+behind a never-true store). The chain is timed at k and 2k: latency =
+(T(2k) - T(k)) / (ITERS * k), which cancels launch and loop overhead, and the ratio
+T(2k) / T(k) must be near 2 or the measurement fails (folded or dead code). A latency
+under one clock cycle fails. Throughput: many work-items, each with 8 independent chains.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler.profile import entry, failed
+from gpuprofiler.timing import TimingPolicy
+from microbench.common import Progress, say, time_launch
+from microbench.source import build
+
+RATIO_RANGE = (1.6, 2.4)
+
+
+@dataclass(frozen=True)
+class Op:
+    """A chain step: ``step`` uses x (and y), a, b; ``ops`` operations per step."""
+
+    ctype: str
+    step: str
+    init: tuple[str, str] = ("1.5f", "1.25f")
+    a: float = 1.0
+    b: float = 0.0
+    ops: int = 1
+    note: str = ""
+
+
+OPS: dict[str, Op] = {
+    "float_add": Op("float", "x = x + a;", a=1e-7),
+    "float_mul": Op("float", "x = x * a;", a=1.0000001),
+    "float_mad": Op("float", "x = mad(x, a, b);", a=0.999, b=0.001),
+    "float_fma": Op("float", "x = fma(x, a, b);", a=0.999, b=0.001),
+    "float_div": Op("float", "x = a / x;", a=1.0),
+    "float_sqrt": Op("float", "x = sqrt(x);"),
+    "native_sin": Op("float", "x = native_sin(x);"),
+    "native_exp": Op("float", "x = native_exp(-x);", note="chain includes one negation per exp"),
+    "native_recip": Op("float", "x = native_recip(x + b);", note="chain includes one add per recip "
+                       "(recip(recip(x)) alone is folded away by the compiler)"),
+    "double_add": Op("double", "x = x + a;", ("1.5", "1.25"), a=1e-9),
+    "double_mul": Op("double", "x = x * a;", ("1.5", "1.25"), a=1.000000001),
+    "double_fma": Op("double", "x = fma(x, a, b);", ("1.5", "1.25"), a=0.999, b=0.001),
+    "double_div": Op("double", "x = a / x;", ("1.5", "1.25"), a=1.0),
+    "int_add": Op("int", "x = x + y; y = y + x;", ("3", "5"), ops=2),
+    "int_mul": Op("int", "x = x * y; y = y * x;", ("3", "5"), ops=2),
+    "int_mad24": Op("int", "x = mad24(x, y, (int)a); y = mad24(y, x, (int)a);", ("3", "5"), a=7, ops=2),
+}
+
+
+def latency_source(name: str, op: Op, unroll: int) -> str:
+    steps = "\n        ".join([op.step] * (unroll // op.ops))
+    pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if op.ctype == "double" else ""
+    t = op.ctype
+    return f"""{pragma}
+__kernel void lat(__global {t} *out, int iters, {t} a, {t} b, {t} never) {{
+    {t} x = {op.init[0]}, y = {op.init[1]};
+    for (int i = 0; i < iters; ++i) {{
+        {steps}
+    }}
+    if (x == never) out[0] = x + y;
+}}
+"""
+
+
+def throughput_source(name: str, op: Op, unroll: int, streams: int = 8) -> str:
+    pragma = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if op.ctype == "double" else ""
+    t = op.ctype
+    decl = ", ".join(f"x{s} = {op.init[0]} + ({t})({s}), y{s} = {op.init[1]}" for s in range(streams))
+    one = " ".join(re.sub(r"\b([xy])\b", rf"\g<1>{s}", op.step) for s in range(streams))
+    body = "\n        ".join([one] * (unroll // op.ops))
+    total = " + ".join(f"x{s} + y{s}" for s in range(streams))
+    return f"""{pragma}
+__kernel void thr(__global {t} *out, int iters, {t} a, {t} b, {t} never) {{
+    {t} {decl};
+    for (int i = 0; i < iters; ++i) {{
+        {body}
+    }}
+    {t} s = {total};
+    if (s == never) out[get_global_id(0)] = s;
+}}
+"""
+
+
+def latency_from_times(t_k: float, t_2k: float, iters: int, k: int, clock_hz: float | None,
+                       method: str, interval_k=None, interval_2k=None) -> dict[str, Any]:
+    """Entries for one op from the chain times at k and 2k; fails on a bad ratio or a sub-cycle value."""
+    ratio = t_2k / t_k if t_k > 0 else float("inf")
+    out: dict[str, Any] = {"chain_ratio": ratio, "method": method}
+    lat = (t_2k - t_k) / (iters * k)
+    if not RATIO_RANGE[0] <= ratio <= RATIO_RANGE[1]:
+        reason = f"chain does not scale (T(2k)/T(k) = {ratio:.2f}): dead code or loop overhead"
+        out["latency_s"] = failed("s", method, reason, measured_s=lat)
+        out["status"] = "failed"
+        return out
+    floor = 1.0 / clock_hz if clock_hz else 0.0
+    if lat <= floor:
+        reason = f"latency {lat:.3g} s is below one clock cycle ({floor:.3g} s): a measurement artefact"
+        out["latency_s"] = failed("s", method, reason, measured_s=lat)
+        out["status"] = "failed"
+        return out
+    interval = None
+    if interval_k and interval_2k:
+        interval = ((interval_2k[0] - interval_k[1]) / (iters * k), (interval_2k[1] - interval_k[0]) / (iters * k))
+    out["latency_s"] = entry(lat, "s", method, interval)
+    if clock_hz:
+        out["latency_cycles"] = entry(lat * clock_hz, "cycles", method + "; cycles = seconds x clock",
+                                      tuple(v * clock_hz for v in interval) if interval else None)
+    out["status"] = "ok"
+    return out
+
+
+def chain_times(backend: Any, name: str, iters: int, unroll: int, policy: TimingPolicy, out_buf: Any):
+    """Event timings of op ``name``'s dependent chain at k = unroll and 2k."""
+    op = OPS[name]
+    np_t = {"float": np.float32, "double": np.float64, "int": np.int32}[op.ctype]
+    args = [out_buf, np.int32(iters), np_t(op.a), np_t(op.b), np_t(-12345)]
+    return [time_launch(backend, backend.compile(latency_source(name, op, k), "lat"), (1,), (1,), args, policy).device
+            for k in (unroll, 2 * unroll)], args
+
+
+def cpu_clock(backend: Any, quick: bool = False) -> dict[str, Any]:
+    """The core clock measured on the device: a dependent 32-bit integer add chain runs at 1 add per cycle on
+    x86 and ARM cores, so clock = adds / second. Virtual machines often report only the nominal clock."""
+    out_buf = backend.alloc(64)
+    iters, unroll = (8192 if quick else 32768), 32
+    times, _ = chain_times(backend, "int_add", iters, unroll, TimingPolicy(warmup=1, min_samples=5, budget_s=0.2),
+                           out_buf)
+    per_add = (times[1].median - times[0].median) / (iters * unroll)
+    return {"hz": 1.0 / per_add, "source": "dependent int add chain on the device at 1 add/cycle "
+            f"({iters} x {unroll} and {2 * unroll} adds)", "chain_ratio": times[1].median / times[0].median}
+
+
+def measure(backend: Any, quick: bool = False, progress: Progress = None,
+            clock_hz: float | None = None, clock_reference: str | None = None) -> dict[str, Any]:
+    """Every op's latency and throughput. ``clock_reference`` names the op that defined the clock
+    (``int_add`` on CPUs): its cycles are 1 by definition and it is not checked against itself."""
+    info = backend.info
+    unroll = 32
+    iters = 2048 if quick else 16384
+    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.03 if quick else 0.3)
+    out_buf = backend.alloc(1 << 20)
+    has_double = bool(info.extra.get("double", False))
+    result: dict[str, Any] = {}
+    say(progress, f"instructions: {len(OPS)} dependent chains at k={unroll} and {2 * unroll}, then throughput")
+    threads = max(info.compute_units, 1) * (256 if info.type == "cpu" else 2048)
+    for name, op in OPS.items():
+        if op.ctype == "double" and not has_double:
+            result[name] = {"status": "skipped", "reason": "device has no double precision"}
+            continue
+        times, args = chain_times(backend, name, iters, unroll, policy, out_buf)
+        method = (f"one work-item, {iters} iterations of a dependent chain `{op.step}` unrolled {unroll} and "
+                  f"{2 * unroll} ops; (T(2k) - T(k)) / (iters * k){'; ' + op.note if op.note else ''}")
+        reference = name == clock_reference
+        res = latency_from_times(times[0].median, times[1].median, iters, unroll, None if reference else clock_hz,
+                                 method, (times[0].ci_low, times[0].ci_high), (times[1].ci_low, times[1].ci_high))
+        if reference and res["status"] == "ok":
+            res["latency_cycles"] = entry(1.0, "cycles", "the clock reference: 1 cycle by definition")
+        kernel = backend.compile(throughput_source(name, op, unroll), "thr")
+        t_iters = max(8, iters // 128)
+        local = (min(256, info.max_work_group_size),)
+        t = time_launch(backend, kernel, (threads,), local, [out_buf, np.int32(t_iters), *args[2:]], policy).device
+        ops = threads * t_iters * unroll * 8
+        res["throughput_ops_per_s"] = entry(ops / t.median, "op/s", f"{threads} work-items x 8 independent chains; "
+                                            "ops / median event time", (ops / t.ci_high, ops / t.ci_low))
+        result[name] = res
+        cyc = res.get("latency_cycles", {}).get("value") if res["status"] == "ok" else None
+        say(progress, f"instructions: {name}: " + (f"{cyc:.2f} cycles" if cyc else res["latency_s"].get("reason", "")))
+    result["local_load"] = _local_load(backend, policy, clock_hz, out_buf)
+    result["barrier"] = _barrier(backend, policy, clock_hz, out_buf, quick)
+    return result
+
+
+LOCAL_LOAD = """
+__kernel void lat(__global const uint *next, int iters, __global uint *out, uint never) {
+    __local uint buf[1024];
+    for (int i = get_local_id(0); i < 1024; i += get_local_size(0)) buf[i] = next[i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    uint x = 0;
+    for (int i = 0; i < iters; ++i) {
+        CHAIN
+    }
+    if (x == never) out[0] = x;
+}
+"""
+
+
+def _local_load(backend, policy, clock_hz, out_buf) -> dict[str, Any]:
+    rng = np.random.default_rng(2)
+    order = rng.permutation(1024).astype(np.uint32)
+    nxt = np.zeros(1024, np.uint32)
+    nxt[order] = np.roll(order, -1)
+    buf, _ = backend.to_device(nxt)
+    iters, k = 2048, 32
+    times = []
+    for kk in (k, 2 * k):
+        kernel = backend.compile(LOCAL_LOAD.replace("CHAIN", " ".join(["x = buf[x];"] * kk)), "lat")
+        times.append(time_launch(backend, kernel, (1,), (1,), [buf, np.int32(iters), out_buf, np.uint32(2**32 - 1)],
+                                 policy).device)
+    return latency_from_times(times[0].median, times[1].median, iters, k, clock_hz,
+                              "one work-item chases a random cycle of 1024 words in local memory, unrolled k and 2k")
+
+
+BARRIER = """
+__kernel void bar(__global float *out, int iters, float never) {
+    __local float buf[LSIZE];
+    int l = get_local_id(0);
+    float x = (float)l;
+    buf[l] = x;
+    for (int i = 0; i < iters; ++i) {
+        CHAIN
+    }
+    if (x == never) out[l] = x;
+}
+"""
+
+
+def _barrier(backend, policy, clock_hz, out_buf, quick) -> dict[str, Any]:
+    lsize = min(64, backend.info.max_work_group_size)
+    step = "barrier(CLK_LOCAL_MEM_FENCE); x += buf[(l + 1) % LSIZE]; barrier(CLK_LOCAL_MEM_FENCE); buf[l] = x;"
+    iters, k = (256 if quick else 1024), 4
+    times = []
+    for kk in (k, 2 * k):
+        src = BARRIER.replace("CHAIN", " ".join([step] * kk))
+        kernel = backend.compile(src, "bar", {"LSIZE": lsize})
+        times.append(time_launch(backend, kernel, (lsize,), (lsize,), [out_buf, np.int32(iters), np.float32(-1)],
+                                 policy).device)
+    # each step holds two barriers
+    res = latency_from_times(times[0].median, times[1].median, iters, 2 * k, clock_hz,
+                             f"one work-group of {lsize}; steps of barrier, local read, barrier, local write; "
+                             "time per barrier from k and 2k steps")
+    res["work_group"] = lsize
+    return res

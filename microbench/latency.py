@@ -1,0 +1,134 @@
+"""Memory latency against working-set size, cache levels as knees, and local-memory latency.
+
+One work-item chases pointers through a random cyclic permutation of 64-byte lines
+(one 4-byte index per line) over working sets from 1 KiB up to 4x the last-level
+cache (as far as the device's largest allocation allows). Latency per access is
+(T(2s) - T(s)) / s for s and 2s steps, which cancels launch and loop set-up.
+Cache levels are found by :func:`gpuprofiler.caches.detect_levels`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler.caches import detect_levels
+from gpuprofiler.profile import entry, failed
+from gpuprofiler.timing import TimingPolicy
+from microbench.common import Progress, Workspace, random_cycle, say, time_launch
+from microbench.source import build
+
+LINE_WORDS = 16
+PATTERN = ("one work-item; dependent loads over a random cyclic permutation of 64-byte lines, pages visited "
+           "in random order and the lines of each page in random order (TLB misses cut 64-fold)")
+
+SOURCE = r"""
+#ifndef LOCAL_WORDS
+#define LOCAL_WORDS 16
+#endif
+KERNEL void chase(GLOBAL const u32 *next, int steps, GLOBAL u32 *out, u32 never, u32 start) {
+    u32 j = start;
+    for (int k = 0; k < steps; ++k) j = next[j];
+    if (j == never) out[0] = j;
+}
+
+KERNEL void chase_local(GLOBAL const u32 *next, int count, int steps, GLOBAL u32 *out, u32 never) {
+    LOCAL_ARRAY(u32, buf, LOCAL_WORDS);
+    for (int i = LID; i < count; i += LSIZE) buf[i] = next[i];
+    BARRIER;
+    if (LID == 0) {
+        u32 j = 0;
+        for (int k = 0; k < steps; ++k) j = buf[j];
+        if (j == never) out[0] = j;
+    }
+}
+"""
+
+
+def sizes(max_bytes: int, quick: bool) -> list[int]:
+    """Working sets from 1 KiB to ``max_bytes``: doublings, with half-steps unless quick."""
+    out, k = [], 10.0
+    while 2**k <= max_bytes:
+        out.append(int(2**k) // 64 * 64)
+        k += 1.0 if quick else 0.5
+    return out
+
+
+def _latency(backend, kernel, buf, lines, out, steps, policy, rng) -> tuple[float, float, float]:
+    """Per-access latency from chases of s and 2s steps, each launch from a random line of the cycle
+    (so a chase shorter than the cycle does not find the lines the previous launch left in cache)."""
+    never = np.uint32(2**32 - 1)
+
+    def args(s):
+        return lambda i: [buf, np.int32(s), out, never, np.uint32(int(rng.integers(lines)) * LINE_WORDS)]
+
+    a = time_launch(backend, kernel, (1,), (1,), args(steps), policy).device
+    b = time_launch(backend, kernel, (1,), (1,), args(2 * steps), policy).device
+    lat = (b.median - a.median) / steps
+    return lat, (b.ci_low - a.ci_high) / steps, (b.ci_high - a.ci_low) / steps
+
+
+def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_bytes: int | None = None,
+            clock_hz: float | None = None, workspace: Workspace | None = None) -> dict[str, Any]:
+    info = backend.info
+    workspace = workspace or Workspace(backend)
+    limit = int(info.extra.get("max_mem_alloc_bytes") or info.global_mem_bytes // 4)
+    llc = llc_bytes or last_level_cache(info)
+    top = min((2 if quick else 4) * llc, limit, (1 << 30) if quick else limit)
+    ws = sizes(top, quick)
+    kernel = build(backend, SOURCE, "chase")
+    out = backend.alloc(64)
+    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.05 if quick else 0.2)
+    curve = []
+    say(progress, f"latency: pointer chase over {len(ws)} working sets, 1 KiB .. {top >> 20} MiB")
+    for nbytes in ws:
+        buf, lines = workspace.cycle(nbytes, keep=nbytes == ws[-1])
+        steps = int(min(max(4 * lines, 1 << 14), 1 << 16 if quick else 1 << 19))
+        lat, lo, hi = _latency(backend, kernel, buf, lines, out, steps, policy, workspace.rng)
+        curve.append({"bytes": int(lines * 64), "latency_s": lat, "interval": [lo, hi], "steps": steps})
+    floor = 1.0 / clock_hz if clock_hz else 0.0
+    good = [p for p in curve if p["latency_s"] > floor]
+    result: dict[str, Any] = {
+        "latency_curve": curve,
+        "pattern": PATTERN,
+        "llc_bytes_assumed": llc,
+        "max_working_set_bytes": curve[-1]["bytes"] if curve else 0,
+    }
+    if len(good) < len(curve):
+        result["latency_curve_failed"] = [{"bytes": p["bytes"], "reason": f"{p['latency_s']:.3g} s is below one "
+                                           "cycle"} for p in curve if p not in good]
+    levels = detect_levels([p["bytes"] for p in good], [p["latency_s"] for p in good])
+    result["caches"] = [
+        {"level": i + 1, "size_bytes": lv.size_bytes, "latency_s": lv.latency_s,
+         "latency_cycles": lv.latency_s * clock_hz if clock_hz else None, "points": lv.points}
+        for i, lv in enumerate(levels.caches)]
+    result["dram_latency_s"] = (entry(levels.memory_latency_s, "s", f"latency past the last cache level; {PATTERN}")
+                                if levels.memory_latency_s else
+                                failed("s", "pointer chase", "no plateau past the last cache level"))
+    result["local_memory"] = _local(backend, workspace.rng, out, policy, clock_hz)
+    return result
+
+
+def last_level_cache(info: Any) -> int:
+    """The device's last-level cache size as the API reports it (for sizing the sweep only)."""
+    return int(info.extra.get("l2_cache_bytes") or info.extra.get("global_mem_cache_bytes") or 8 << 20)
+
+
+def _local(backend, rng, out, policy, clock_hz) -> dict[str, Any]:
+    words = min(4096, backend.info.local_mem_bytes // 4 // 2)
+    words -= words % 16
+    kernel = build(backend, SOURCE, "chase_local", {"LOCAL_WORDS": words})
+    buf, _ = backend.to_device(random_cycle(words, rng, 1))
+    never = np.uint32(2**32 - 1)
+    steps = 1 << 16
+    args = lambda s: [buf, np.int32(words), np.int32(s), out, never]  # noqa: E731
+    a = time_launch(backend, kernel, (64,), (64,), args(steps), policy).device
+    b = time_launch(backend, kernel, (64,), (64,), args(2 * steps), policy).device
+    lat = (b.median - a.median) / steps
+    method = f"one work-item chases a random cycle of {words} words in local memory; (T(2s) - T(s)) / s"
+    floor = 1.0 / clock_hz if clock_hz else 0.0
+    if lat <= floor:
+        return {"latency_s": failed("s", method, f"{lat:.3g} s is below one cycle")}
+    return {"latency_s": entry(lat, "s", method, ((b.ci_low - a.ci_high) / steps, (b.ci_high - a.ci_low) / steps)),
+            "latency_cycles": entry(lat * clock_hz, "cycles", method) if clock_hz else None}
