@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import platform
-import shlex
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from gpuprofiler import __version__
 from gpuprofiler.errors import GpuProfilerError, UserError
-from gpuprofiler.profile import SCHEMA, SCHEMA_VERSION, Profile, entry
+from gpuprofiler.profile import SCHEMA, SCHEMA_VERSION, Profile
+from gpuprofiler.storage import command_line
 
 SECTIONS = ("launch", "latency", "memory", "bandwidth", "transfer", "instructions")
 
@@ -54,7 +53,7 @@ def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[
     profile = Profile({
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "gpuprofiler_version": __version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "host": platform.node(), "command": "gpuprofiler " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "host": platform.node(), "command": command_line(),
         "quick": quick, "sections": list(only), "device": info.to_dict(),
     })
     say = progress or (lambda m: None)

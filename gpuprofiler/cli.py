@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -169,6 +170,122 @@ def cmd_profile_compare(args) -> int:
     return 0
 
 
+def cmd_extrapolate(args) -> int:
+    from gpuprofiler.backends import open_backend
+    from gpuprofiler.builtin import resolve
+    from gpuprofiler.extrap_io import extrap_models
+    from gpuprofiler.extrapolate import extrapolate, hardware_sizes, regime_warnings, report
+    from gpuprofiler.profile import load_profile
+    from gpuprofiler.storage import MeasurementLog, _clean, default_path
+    from gpuprofiler.sweep import load_target, run_sweep, work_count, work_items, working_set
+
+    path = resolve(args.target)
+    item = load_target(path)
+    profile = load_profile(args.profile) if args.profile else None
+    targets = args.targets or item.target
+    if not targets:
+        raise UserError(f"{path}: no --target given and no default target sizes")
+    notes: list[str] = []
+    ws = (lambda n: working_set(item, n)) if working_set(item, targets[0]) is not None else None
+    wi = (lambda n: work_items(item, n)) if work_items(item, targets[0]) is not None else None
+    if args.small:
+        small = args.small
+    elif profile is not None and ws is not None:
+        small, notes = hardware_sizes(max(targets), ws, profile)
+        progress(f"hardware-aware small sizes from {args.profile}: {small}")
+    else:
+        small = item.small
+    if not small or max(small) >= min(targets):
+        raise UserError("the small sizes must all lie below the targets")
+    backend = open_backend(args.device)
+    log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
+    policy = _policy(args)
+    c0 = None
+    if profile is not None:
+        c0 = profile.get("launch.event_s", None)
+    try:
+        sweep = run_sweep(backend, item, small, policy, check=not args.no_check, on_record=log.append,
+                          progress=progress)
+        ex = extrapolate(sweep, coverage=args.coverage, c0=c0, working_set=ws, profile=profile, work=work_count(item))
+        ex.warnings += notes + regime_warnings([sweep.sizes[i] for i in ex.used], targets, ws, wi, profile)
+        checks = {}
+        if args.check:
+            for t in targets:
+                progress(f"--check: measuring target {t}")
+                checks[t] = run_sweep(backend, item, [t], policy, check=not args.no_check, on_record=log.append,
+                                      progress=progress)
+    except KeyboardInterrupt:
+        progress(f"interrupted: measurements so far are kept in {log.path}")
+        return 130
+    finally:
+        backend.close()
+    try:
+        extrap = extrap_models(ex.sweep.subset(ex.used)) if not args.no_extrap else None
+    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
+        progress(f"Extra-P baseline skipped: {exc}")
+        extrap = None
+    records = report(ex, targets, checks, extrap)
+    for w in ex.warnings:
+        progress(f"warning: {w}")
+    if args.plot:
+        from gpuprofiler.plots import plot_extrapolation
+
+        plot_extrapolation(ex, records, args.plot)
+        progress(f"plot written to {args.plot}")
+    if args.json:
+        print(json.dumps(_clean(records), indent=1))
+    else:
+        _print_extrapolation(records)
+    return 0
+
+
+def _print_extrapolation(records: list[dict]) -> None:
+    for r in records:
+        lo, hi = r["interval_s"]
+        line = (f"size {r['size']}: predicted {r['predicted_s'] * 1e3:.4g} ms [{lo * 1e3:.4g}, {hi * 1e3:.4g}] "
+                f"({r['model']}); pure fractal {r['fractal_s'] * 1e3:.4g} ms")
+        if "measured_s" in r:
+            line += f"; measured {r['measured_s'] * 1e3:.4g} ms, error {r['error'] * 100:+.1f}%"
+        print(line)
+        for ph in r["phases"]:
+            print(f"  {ph['name']:<18} m={ph['m']:.3f} d={ph['d']:.3f} R2={ph['r2']:.4f} "
+                  f"-> {ph['predicted_s'] * 1e3:.4g} ms ({ph['model']})")
+        base = ", ".join(f"{k} {v * 1e3:.4g} ms" for k, v in r["baselines_s"].items() if v is not None)
+        print(f"  baselines on the whole run: {base}")
+    for w in (records[0]["warnings"] if records else []):
+        print(f"warning: {w}")
+
+
+def cmd_export(args) -> int:
+    from gpuprofiler.extrap_io import text_format
+    from gpuprofiler.storage import read_records
+    from gpuprofiler.sweep import from_records
+
+    source = Path(args.measurements)
+    if not source.is_file():
+        raise UserError(f"measurements file not found: {source}")
+    records = [r for r in read_records(source) if not args.kernel or r["kernel"] == args.kernel]
+    if not records:
+        raise UserError(f"{source}: no measurements" + (f" of {args.kernel}" if args.kernel else ""))
+    groups: dict[str, list[dict]] = {}
+    for r in records:
+        groups.setdefault(r["kernel"], []).append(r)
+    sweeps = [from_records(v) for v in groups.values()]
+    common = sorted(set.intersection(*(set(s.sizes) for s in sweeps)))
+    if not common:
+        raise UserError("the kernels share no sizes; choose one with --kernel")
+    sweeps = [s.subset([s.sizes.index(n) for n in common]) for s in sweeps]
+    if args.json:
+        data = {"parameters": ["n"], "measurements": {
+            f"{s.name}/{p}": [{"point": [n], "values": list(map(float, v[i]))} for i, n in enumerate(s.sizes)]
+            for s in sweeps for p, v in s.phases.items()}}
+        Path(args.extrap).write_text(json.dumps(data, indent=1))
+    else:
+        Path(args.extrap).write_text(text_format(sweeps))
+    progress(f"wrote {len(sweeps)} kernel(s) at {len(common)} sizes to {args.extrap}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpuprofiler", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"gpuprofiler {__version__}")
@@ -193,6 +310,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=2, help="untimed warm-up runs (default 2)")
     p.add_argument("--no-check", action="store_true", help="skip the numpy reference check")
     p.set_defaults(func=cmd_measure)
+
+    p = sub.add_parser("extrapolate", help="predict large sizes from a small-size sweep (fractal model)")
+    p.add_argument("target", metavar="SPEC_OR_APP")
+    p.add_argument("--small", type=_int_list, help="small sizes (default: hardware-aware with --profile, else the "
+                                                   "spec's)")
+    p.add_argument("--target", dest="targets", type=_int_list, help="target sizes (default: the spec's)")
+    p.add_argument("--profile", help="hardware profile (launch overhead, caches, concurrency)")
+    p.add_argument("--check", action="store_true", help="also run the targets and report the error")
+    p.add_argument("--json", action="store_true", help="print only JSON on stdout")
+    p.add_argument("--plot", help="write a PNG of the sweep, fits and predictions")
+    p.add_argument("--coverage", type=float, default=0.7, help="share of the run the major phases cover (0.7)")
+    p.add_argument("--device")
+    p.add_argument("-o", "--output", help="measurements log (default results/<device>/measurements.jsonl)")
+    p.add_argument("--budget", type=float, default=1.0, help="seconds of sampling per measurement (default 1)")
+    p.add_argument("--min-samples", type=int, default=5)
+    p.add_argument("--rel-ci", type=float, default=0.02)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--no-check", action="store_true", help="skip the numpy reference checks")
+    p.add_argument("--no-extrap", action="store_true", help="skip the Extra-P baseline even where installed")
+    p.set_defaults(func=cmd_extrapolate)
+
+    p = sub.add_parser("export", help="write stored measurements in Extra-P's input format")
+    p.add_argument("--extrap", required=True, metavar="FILE", help="output file (text format; JSON with --json)")
+    p.add_argument("--measurements", default="results", help="a measurements.jsonl file")
+    p.add_argument("--kernel", help="only this kernel or app")
+    p.add_argument("--json", action="store_true", help="Extra-P's JSON format instead of text")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("calibrate", help="run the microbenchmarks and write the device's hardware profile")
     p.add_argument("--device", help="device id (default: the default device)")

@@ -39,6 +39,18 @@ def prepare(backend: Backend, spec: KernelSpec, size: int, seed: int = 0,
     return PreparedKernel(instance, kernel, host, buffers)
 
 
+def host_available_bytes() -> int | None:
+    """MemAvailable from /proc/meminfo (Linux), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
 def check_fits(backend: Backend, instance: SpecInstance) -> None:
     """Refuse, before allocating anything, a size whose arrays the device cannot hold."""
     info = backend.info
@@ -46,6 +58,10 @@ def check_fits(backend: Backend, instance: SpecInstance) -> None:
     if need > info.global_mem_bytes:
         raise DeviceError(f"{instance.spec.name} at size {instance.size} needs {need / 2**30:.2f} GiB of device memory; "
                           f"{info.name} has {info.global_mem_bytes / 2**30:.2f} GiB")
+    host = host_available_bytes()
+    if host is not None and 2 * need > host:  # inputs, plus their copies for the reference check
+        raise DeviceError(f"{instance.spec.name} at size {instance.size} needs about {2 * need / 2**30:.2f} GiB of host "
+                          f"memory for its arrays and their check; {host / 2**30:.2f} GiB is available")
     limit = info.extra.get("max_mem_alloc_bytes")
     for arg in instance.spec.args:
         if not arg.is_scalar and limit:

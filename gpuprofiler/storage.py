@@ -37,8 +37,15 @@ def provenance(device: DeviceInfo) -> dict[str, Any]:
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(),
         "python": platform.python_version(),
-        "command": "gpuprofiler " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "command": command_line(),
     }
+
+
+def command_line() -> str:
+    """The command that is running: ``gpuprofiler ARGS`` for the CLI, else the script and its arguments."""
+    prog = sys.argv[0] if sys.argv else ""
+    name = "gpuprofiler" if prog.endswith(("gpuprofiler", "__main__.py")) or not prog else f"python {prog}"
+    return " ".join([name, *(shlex.quote(a) for a in sys.argv[1:])])
 
 
 def _clean(value: Any) -> Any:

@@ -65,6 +65,43 @@ def kernel_source(kind: str, api: str, width: int) -> str:
             f"    {head}{line}    }}\n}}\n")
 
 
+def streaming_knee(curve: list[dict], ratio: float = 1.2) -> int | None:
+    """Largest working set whose read bandwidth is still ``ratio`` x that of the largest one: past it the
+    stream comes from memory, not from a cache."""
+    if len(curve) < 3:
+        return None
+    floor = curve[-1]["Bps"]
+    above = [p["bytes"] for p in curve[:-1] if p["Bps"] > ratio * floor]
+    return max(above) if above else None
+
+
+def working_set_curve(backend: Any, buf: Any, out: Any, count: int, quick: bool, progress: Progress) -> dict:
+    """Read bandwidth against working-set size (1 MiB .. the bandwidth arrays), each size read repeatedly:
+    where it falls to the memory's is the last-level cache as a stream sees it."""
+    width = 4
+    kernel = build(backend, kernel_source("read", backend.kind, width), "bw_read", {"PER": PER})
+    policy = TimingPolicy(warmup=2, min_samples=5, budget_s=0.05 if quick else 0.2)
+    local = (min(256, backend.info.max_work_group_size),)
+    curve = []
+    nbytes = 1 << 20
+    while nbytes <= count * 4:
+        items = max(1, nbytes // (4 * width * PER))
+        items -= items % local[0] or 0
+        if items <= 0:
+            nbytes *= 2
+            continue
+        t = time_launch(backend, kernel, (items,), local, [buf, out, np.float32(-1.0)], policy).device
+        moved = items * PER * width * 4
+        curve.append({"bytes": moved, "Bps": moved / t.minimum})
+        nbytes = int(nbytes * (2 if quick else 2**0.5))
+    knee = streaming_knee(curve)
+    say(progress, f"bandwidth: streaming reads fall to memory speed past {knee / 2**20 if knee else 0:.0f} MiB")
+    method = ("largest working set whose float4 read bandwidth (repeated reads of the same array prefix) is still "
+              "1.2x that of the largest working set")
+    return {"working_set_curve": curve,
+            "streaming_llc_bytes": entry(knee, "B", method) if knee else failed("B", method, "no cache regime seen")}
+
+
 def peak_bps(info: Any) -> float | None:
     """Theoretical DRAM bandwidth from the memory clock and bus width (double data rate), where known."""
     mhz = info.extra.get("memory_clock_mhz")
@@ -79,7 +116,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     info = backend.info
     limit = int(min(info.extra.get("max_mem_alloc_bytes") or info.global_mem_bytes // 4, info.global_mem_bytes // 4))
     llc = llc_bytes or 8 << 20
-    array_bytes = int(min(max(8 * llc, 256 << 20), limit, 1 << 30))
+    array_bytes = int(min(max(8 * llc, 512 << 20), limit, 1 << 30))
     count = array_bytes // 4
     count -= count % (PER * 16 * 1024)  # whole vectors for every width and work-group
     array_bytes = count * 4
@@ -111,6 +148,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
                                                    median_Bps=moved / t.median, n=t.n)
             say(progress, f"bandwidth: {kind} float{width}: {bps / 1e9:.2f} GB/s")
     result: dict[str, Any] = {"by_width": by_width, "array_bytes": array_bytes, "peak_Bps": peak}
+    result.update(working_set_curve(backend, bufs[0], out, count, quick, progress))
     for kind in KINDS:
         ok = {w: e for w, e in by_width[kind].items() if e["status"] == "ok"}
         if ok:

@@ -21,7 +21,7 @@ def test_cg_phases(pocl, quick_policy):
 
 
 def test_jacobi_runs_and_checks(pocl, quick_policy):
-    records = measure_app(pocl, load_app(resolve("jacobi")), [64], quick_policy)
+    records = measure_app(pocl, load_app(resolve("jacobi")), [4096], quick_policy)
     assert {r["phase"] for r in records} >= {"jacobi_step", "diff_partial"}
     assert all(r["checked"] for r in records)
 

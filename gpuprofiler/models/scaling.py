@@ -166,32 +166,50 @@ EXPONENTS = (0.5, 2 / 3, 0.75, 1.0, 1.25, 4 / 3, 1.5, 5 / 3, 1.75, 2.0, 2.25, 2.
 LOGS = (0, 1, 2)
 
 
+def _two_term_coef(n: np.ndarray, t: np.ndarray, p: float, q: int) -> np.ndarray | None:
+    """c0, c1 of T = c0 + c1 n^p log2(n)^q by least squares in relative error (c0 >= 0, c1 > 0), or None."""
+    w = 1.0 / t
+    term = n**p * np.log2(n) ** q
+    X = np.column_stack([np.ones_like(n), term]) * w[:, None]
+    coef, *_ = np.linalg.lstsq(X, np.ones_like(n), rcond=None)
+    if coef[0] < 0:  # no negative constant: refit through the origin
+        coef = np.array([0.0, float(np.sum(term * w * w) / np.sum(term * term * w * w))])
+    return coef if coef[1] > 0 else None
+
+
 class TwoTerm(ScalingModel):
-    """Extra-P's one-term PMNF: T = c0 + c1 n^p log2(n)^q; linear least squares in relative error per (p, q),
-    the hypothesis with the smallest residual kept (c0 >= 0, c1 > 0)."""
+    """Extra-P's one-term PMNF: T = c0 + c1 n^p log2(n)^q, fitted by least squares in relative error for each
+    (p, q) of Extra-P's grid; like Extra-P, the hypothesis is chosen by leave-one-out cross-validation
+    (smallest mean relative error), not by in-sample residual, which overfits a narrow size range."""
 
     name = "two-term"
 
     def _fit(self, n, t):
         best = None
-        w = 1.0 / t
+        k = len(n)
         for p in EXPONENTS:
             for q in LOGS:
-                term = n**p * np.log2(n) ** q
-                X = np.column_stack([np.ones_like(n), term]) * w[:, None]
-                coef, *_ = np.linalg.lstsq(X, np.ones_like(n), rcond=None)
-                if coef[0] < 0:  # no negative constant: refit through the origin
-                    c1 = float(np.sum(term * w * w) / np.sum(term * term * w * w))
-                    coef = np.array([0.0, c1])
-                if coef[1] <= 0:
+                coef = _two_term_coef(n, t, p, q)
+                if coef is None:
                     continue
-                rel = (coef[0] + coef[1] * term) / t - 1
-                rss = float(np.sum(rel**2))
-                if best is None or rss < best[0]:
-                    best = (rss, p, q, coef, X)
+                cv = []
+                for i in range(k):
+                    keep = np.arange(k) != i
+                    c = _two_term_coef(n[keep], t[keep], p, q) if k > 3 else coef
+                    if c is None:
+                        cv.append(np.inf)
+                        break
+                    cv.append(abs((c[0] + c[1] * n[i] ** p * np.log2(n[i]) ** q) / t[i] - 1))
+                score = float(np.mean(cv))
+                if best is None or score < best[0]:
+                    best = (score, p, q, coef)
         if best is None:
             raise ValueError("two-term: no hypothesis with a positive term")
-        rss, self.p_, self.q_, self.coef_, X = best
+        _, self.p_, self.q_, self.coef_ = best
+        w = 1.0 / t
+        term = n**self.p_ * np.log2(n) ** self.q_
+        X = np.column_stack([np.ones_like(n), term]) * w[:, None]
+        rss = float(np.sum(((self.coef_[0] + self.coef_[1] * term) / t - 1) ** 2))
         k = len(n)
         self.s2_ = rss / max(k - 2, 1)
         self.xtx_inv_ = np.linalg.pinv(X.T @ X)
@@ -231,8 +249,8 @@ class Polynomial(ScalingModel):
                           params)
 
 
-def loo_error(model_factory, sizes: np.ndarray, samples: list) -> float:
-    """Mean |relative error| predicting each size from the others (leave-one-out)."""
+def loo_errors(model_factory, sizes: np.ndarray, samples: list) -> list[float]:
+    """|relative error| predicting each size from the others (leave-one-out); inf where a fit fails."""
     errors = []
     for i in range(len(sizes)):
         keep = [j for j in range(len(sizes)) if j != i]
@@ -240,29 +258,141 @@ def loo_error(model_factory, sizes: np.ndarray, samples: list) -> float:
             m = model_factory().fit(sizes[keep], [samples[j] for j in keep])
             pred = m.predict_value(float(sizes[i]))
         except (ValueError, np.linalg.LinAlgError, RuntimeError):
-            return math.inf
+            return [math.inf] * len(sizes)
         actual = float(np.median(samples[i]))
-        if not math.isfinite(pred) or pred <= 0:
-            return math.inf
-        errors.append(abs(pred - actual) / actual)
-    return float(np.mean(errors)) if errors else math.inf
+        errors.append(abs(pred - actual) / actual if math.isfinite(pred) and pred > 0 else math.inf)
+    return errors
 
 
-def candidates(c0: float | None = None) -> dict:
-    """The models :func:`choose` compares: pure fractal, overhead-aware (c0 fixed when known, else fitted), two-term."""
+def loo_score(errors: list[float]) -> tuple[float, float]:
+    """Score and standard error of leave-one-out errors. The largest size -- the only one predicted by
+    extrapolation, which is the model's job -- weighs as much as all the others together."""
+    if not errors or not all(math.isfinite(e) for e in errors):
+        return math.inf, math.inf
+    if len(errors) == 1:
+        return errors[0], 0.0
+    weights = np.array([0.5 / (len(errors) - 1)] * (len(errors) - 1) + [0.5])
+    e = np.asarray(errors)
+    score = float(weights @ e)
+    se = float(np.sqrt(weights @ (e - score) ** 2 / (len(e) - 1)))
+    return score, se
+
+
+def loo_error(model_factory, sizes: np.ndarray, samples: list) -> float:
+    return loo_score(loo_errors(model_factory, sizes, samples))[0]
+
+
+# simplest first: the one-standard-error rule picks the first whose score is within one SE of the best
+SIMPLICITY = ("work", "fractal", "cache-aware", "overhead", "two-term")
+
+
+def candidates(c0: float | None = None, working_set=None, curve: list[dict] | None = None, work=None) -> dict:
+    """The models :func:`choose` compares: pure fractal, overhead-aware (c0 fixed when known, else fitted),
+    two-term; with the spec's work count the work law; with a working-set function and the profile's
+    bandwidth curve the cache-aware law."""
     out = {"fractal": Fractal, "overhead": (lambda: Overhead(c0)) if c0 else Overhead, "two-term": TwoTerm}
+    if work is not None:
+        out["work"] = lambda: WorkLaw(work)
+    if working_set is not None and curve:
+        out["cache-aware"] = lambda: CacheAware(working_set, curve)
     return out
 
 
-def choose(sizes, samples, c0: float | None = None) -> tuple[ScalingModel, dict[str, float]]:
-    """Fit every candidate and keep the one with the smallest leave-one-out error (ties: the simplest)."""
+def choose(sizes, samples, c0: float | None = None, working_set=None,
+           curve: list[dict] | None = None, work=None) -> tuple[ScalingModel, dict[str, float]]:
+    """Fit every candidate, score it by leave-one-out, keep the simplest within one standard error of the best."""
     sizes = np.asarray(sizes, float)
     samples = [np.atleast_1d(np.asarray(s, float)) for s in samples]
     scores = {}
-    for name, factory in candidates(c0).items():
+    options = candidates(c0, working_set, curve, work)
+    ses = {}
+    for name, factory in options.items():
         needed = factory().n_params + 2  # a leave-one-out fit keeps at least one spare point
-        scores[name] = loo_error(factory, sizes, samples) if len(sizes) >= needed else math.inf
-    best = min(scores, key=lambda k: (scores[k], list(scores).index(k)))
+        if len(sizes) >= needed:
+            scores[name], ses[name] = loo_score(loo_errors(factory, sizes, samples))
+        else:
+            scores[name], ses[name] = math.inf, math.inf
+    best = min(scores, key=lambda k: scores[k])
     if not math.isfinite(scores[best]):
-        best = "fractal"
-    return candidates(c0)[best]().fit(sizes, samples), scores
+        return Fractal().fit(sizes, samples), scores
+    # one-standard-error rule: among models within one SE of the best, the simplest; noise in the small
+    # sizes otherwise decides between laws that differ wildly 8x further out
+    limit = scores[best] + ses[best]
+    chosen = next(n for n in SIMPLICITY if n in scores and scores[n] <= limit)
+    return options[chosen]().fit(sizes, samples), scores
+
+
+class CacheAware(ScalingModel):
+    """T = c0 + k * W(n) / B(W(n)): the working set W(n) streamed at the bandwidth B the hardware profile measured
+    for a working set of that size (its read-bandwidth-versus-working-set curve). One scale k (and c0) is
+    fitted on the small sizes; the profile carries the prediction across cache boundaries that the small
+    sizes do not reach, which a power law cannot see."""
+
+    name = "cache-aware"
+
+    def __init__(self, working_set, curve: list[dict]):
+        self.working_set = working_set
+        pts = sorted((float(p["bytes"]), float(p["Bps"])) for p in curve)
+        self.cx = np.log([p[0] for p in pts])
+        self.cy = np.log([p[1] for p in pts])
+
+    def seconds_per_pass(self, n: float) -> float:
+        w = float(self.working_set(n))
+        bw = math.exp(float(np.interp(math.log(w), self.cx, self.cy)))  # clamped at both ends of the curve
+        return w / bw
+
+    def _fit(self, n, t):
+        x = np.array([self.seconds_per_pass(v) for v in n])
+        w = 1.0 / t
+        X = np.column_stack([np.ones_like(x), x]) * w[:, None]
+        coef, *_ = np.linalg.lstsq(X, np.ones_like(x), rcond=None)
+        if coef[0] < 0:
+            coef = np.array([0.0, float(np.sum(x * w * w) / np.sum(x * x * w * w))])
+        if coef[1] <= 0:
+            raise ValueError("cache-aware: time does not grow with the streamed working set")
+        self.coef_ = coef
+        rel = (coef[0] + coef[1] * x) / t - 1
+        self.s2_ = float(np.sum(rel**2) / max(len(n) - 2, 1))
+        self.xtx_inv_ = np.linalg.pinv(X.T @ X)
+
+    def _predict(self, size):
+        x = self.seconds_per_pass(size)
+        value = float(self.coef_[0] + self.coef_[1] * x)
+        x0 = np.array([1.0, x]) / max(value, 1e-300)
+        var = self.s2_ * (1 + float(x0 @ self.xtx_inv_ @ x0))
+        return value, math.sqrt(var), {"c0": float(self.coef_[0]), "k": float(self.coef_[1])}
+
+
+class WorkLaw(ScalingModel):
+    """T = c0 + k * W(n) with W the work the spec declares (bytes moved, else flops): the exponent comes from
+    the kernel's own work count instead of being fitted, so a narrow range of small sizes cannot bend it.
+    Fitted robustly (soft-L1 on relative residuals)."""
+
+    name = "work"
+
+    def __init__(self, work):
+        self.work = work
+
+    def _fit(self, n, t):
+        x = np.array([float(self.work(v)) for v in n])
+        # robust (soft-L1) fit of the relative residuals: one size caught in a slow mode must not tilt the slope
+        k0 = float(np.median(t / x))
+        res = optimize.least_squares(lambda p: (p[0] + p[1] * x) / t - 1, [0.0, k0],
+                                     bounds=([0.0, 0.0], [float(t.min()), np.inf]), loss="soft_l1", f_scale=0.03,
+                                     x_scale=[float(t.min()) or 1.0, k0 or 1.0])
+        coef = res.x
+        if coef[1] <= 0:
+            raise ValueError("work law: time does not grow with the work")
+        self.coef_ = coef
+        w = 1.0 / t
+        X = np.column_stack([np.ones_like(x), x]) * w[:, None]
+        rel = (coef[0] + coef[1] * x) / t - 1
+        self.s2_ = float(np.sum(rel**2) / max(len(n) - 2, 1))
+        self.xtx_inv_ = np.linalg.pinv(X.T @ X)
+
+    def _predict(self, size):
+        x = float(self.work(size))
+        value = float(self.coef_[0] + self.coef_[1] * x)
+        x0 = np.array([1.0, x]) / max(value, 1e-300)
+        var = self.s2_ * (1 + float(x0 @ self.xtx_inv_ @ x0))
+        return value, math.sqrt(var), {"c0": float(self.coef_[0]), "k": float(self.coef_[1])}

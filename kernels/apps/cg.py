@@ -10,8 +10,8 @@ partial sums are added on the host, as many real codes do.
 import numpy as np
 
 NAME = "cg"
-SMALL = [16384, 32768, 65536, 131072, 262144, 524288]
-TARGET = [4194304]
+SMALL = [524288, 691712, 912896, 1204480, 1589248, 2097152]  # working sets 32..128 MiB: past a CPU's L3
+TARGET = [16777216]
 ITERATIONS = 20
 LOCAL = 256
 
@@ -30,6 +30,16 @@ def matrix(n):
     rowptr = np.zeros(n + 1, np.int32)
     np.cumsum(np.bincount(rows, minlength=n), out=rowptr[1:])
     return rowptr, cols[order].astype(np.int32), vals[order].astype(np.float32)
+
+
+def working_set(n):
+    """Bytes the solver keeps on the device: CSR (5 bands), x, r, p, Ap and the partial sums."""
+    nnz = 5 * n
+    return 4 * (n + 1) + 8 * nnz + 4 * 4 * n + 4 * (-(-n // LOCAL))
+
+
+def work_items(n):
+    return n
 
 
 def rhs(n):

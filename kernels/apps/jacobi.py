@@ -1,4 +1,4 @@
-"""Jacobi iteration for Laplace's equation on an n x n grid, with a convergence check.
+"""Jacobi iteration for Laplace's equation on a square grid of n points, with a convergence check.
 
 Phases: jacobi_step (the sweep), diff_partial (the convergence check every
 CHECK_EVERY sweeps: per-group sums of squared updates, added on the host) and
@@ -10,13 +10,26 @@ the sizes used here the cap is what ends the run.
 import numpy as np
 
 NAME = "jacobi"
-SMALL = [128, 192, 256, 384, 512, 768]
-TARGET = [4096]
-MAX_SWEEPS = 40
+SMALL = [33554432, 38543360, 44274688, 50858496, 58421248, 67108864]  # grid points; 256..512 MiB for two grids
+TARGET = [268435456]
+MAX_SWEEPS = 20
 CHECK_EVERY = 10
 TOLERANCE = 1e-7
 LOCAL = 256
 TILE = (16, 16)
+
+
+def side(n):
+    """Side of the square grid of (about) n points."""
+    return max(3, int(np.sqrt(n)))
+
+
+def working_set(n):
+    return 2 * 4 * side(n) ** 2 + 4 * (-(-side(n) ** 2 // LOCAL))
+
+
+def work_items(n):
+    return side(n) ** 2
 
 
 def initial(n):
@@ -25,7 +38,8 @@ def initial(n):
     return u
 
 
-def run(ctx, n):
+def run(ctx, points):
+    n = side(points)
     source = ctx.source("jacobi")
     step = ctx.compile(source, "jacobi_step", {"LOCAL": LOCAL})
     diff = ctx.compile(source, "diff_partial", {"LOCAL": LOCAL})
@@ -50,9 +64,9 @@ def run(ctx, n):
     return {"u": u, "sweeps": sweeps, "rms": rms}
 
 
-def check(n, result):
+def check(points, result):
     """The same sweeps in numpy must give the same grid."""
-    u = initial(n).astype(np.float64)
+    u = initial(side(points)).astype(np.float64)
     for _ in range(result["sweeps"]):
         v = u.copy()
         v[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])

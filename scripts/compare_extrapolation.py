@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Issue 4's acceptance run: every builtin kernel spec and app, extrapolated from its default small sizes to its
+default target (8x beyond the largest small size), each target measured for real (--check).
+
+Prints and writes (under --out) a table per case with the chosen model's, the pure fractal fit's, Extra-P's
+(where the `extrap` command is installed, or $EXTRAP names it) and the polynomial baselines' signed errors,
+and a summary: median |error| per model and the share of measured times inside the chosen model's interval.
+
+    python scripts/compare_extrapolation.py --profile results/<device>/profile.json --out results/<device>/extrapolation
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gpuprofiler import __version__  # noqa: E402
+from gpuprofiler.backends import open_backend  # noqa: E402
+from gpuprofiler.builtin import builtin_apps, builtin_specs  # noqa: E402
+from gpuprofiler.extrap_io import extrap_models  # noqa: E402
+from gpuprofiler.extrapolate import extrapolate, regime_warnings, report  # noqa: E402
+from gpuprofiler.plots import plot_extrapolation  # noqa: E402
+from gpuprofiler.profile import load_profile  # noqa: E402
+from gpuprofiler.storage import MeasurementLog, _clean, read_records  # noqa: E402
+from gpuprofiler.sweep import from_records, load_target, run_sweep, work_count, work_items, working_set  # noqa: E402
+from gpuprofiler.timing import TimingPolicy  # noqa: E402
+
+def item_name(item) -> str:
+    return item.name
+
+
+MODELS = ("chosen", "fractal", "extrap", "poly1", "poly2", "poly3", "poly4")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", help="hardware profile (launch overhead for the overhead law; regime warnings)")
+    ap.add_argument("--device")
+    ap.add_argument("--out", default=None, help="folder for table.csv, summary.md, predictions.json, plots")
+    ap.add_argument("--only", help="comma-separated names")
+    ap.add_argument("--budget", type=float, default=1.0)
+    ap.add_argument("--from-log", help="reuse the measurements of an earlier run (its measurements.jsonl) instead "
+                                       "of measuring again: same sweeps, models refitted")
+    args = ap.parse_args()
+    profile = load_profile(args.profile) if args.profile else None
+    c0 = profile.get("launch.event_s", None) if profile else None
+    backend = open_backend(args.device)
+    out = Path(args.out) if args.out else Path("results") / backend.info.slug / "extrapolation"
+    out.mkdir(parents=True, exist_ok=True)
+    stored = read_records(Path(args.from_log)) if args.from_log else None
+    log = MeasurementLog(out / "measurements.jsonl", backend.info) if stored is None else None
+    policy = TimingPolicy(warmup=2, min_samples=5, budget_s=args.budget)
+    items = builtin_specs() + builtin_apps()
+    if args.only:
+        keep = set(args.only.split(","))
+        items = [p for p in items if p.stem in keep]
+    rows, everything = [], []
+    started = time.time()
+    for path in items:
+        item = load_target(path)
+        small, targets = item.small, item.target
+        print(f"== {path.stem}: small {small} -> target {targets}", file=sys.stderr, flush=True)
+        if stored is not None:
+            sweep = from_records([r for r in stored if r["kernel"] == item_name(item) and r["size"] in small])
+        else:
+            sweep = run_sweep(backend, item, small, policy, on_record=log.append)
+        ws = (lambda n, it=item: working_set(it, n)) if working_set(item, targets[0]) is not None else None
+        ex = extrapolate(sweep, c0=c0, working_set=ws, profile=profile, work=work_count(item))
+        wi = (lambda n, it=item: work_items(it, n)) if work_items(item, targets[0]) is not None else None
+        ex.warnings += regime_warnings([sweep.sizes[i] for i in ex.used], targets, ws, wi, profile)
+        if stored is not None:
+            checks = {t: from_records([r for r in stored if r["kernel"] == item_name(item) and r["size"] == t])
+                      for t in targets}
+        else:
+            checks = {t: run_sweep(backend, item, [t], TimingPolicy(warmup=1, min_samples=5, budget_s=args.budget),
+                                   on_record=log.append) for t in targets}
+        try:
+            extrap = extrap_models(ex.sweep.subset(ex.used))
+        except Exception as exc:  # noqa: BLE001 - the baseline is optional
+            print(f"   Extra-P failed: {exc}", file=sys.stderr)
+            extrap = None
+        recs = report(ex, targets, checks, extrap)
+        plot_extrapolation(ex, recs, out / f"{path.stem}.png")
+        for r in recs:
+            errs = {"chosen": r["error"], "fractal": r["fractal_error"], **r["baseline_errors"]}
+            rows.append({"name": path.stem, "size": r["size"], "measured_s": r["measured_s"],
+                         "predicted_s": r["predicted_s"], "interval_low_s": r["interval_s"][0],
+                         "interval_high_s": r["interval_s"][1], "inside": r["inside_interval"], "model": r["model"],
+                         **{f"err_{m}": errs.get(m) for m in MODELS}, "warnings": " | ".join(r["warnings"])})
+            everything.append({"name": path.stem, **r})
+            xp = "-" if errs.get("extrap") is None else f"{errs['extrap'] * 100:+.1f}%"
+            print(f"   {path.stem} {r['size']}: measured {r['measured_s'] * 1e3:.4g} ms, chosen {r['error'] * 100:+.1f}%"
+                  f" ({r['model']}), fractal {r['fractal_error'] * 100:+.1f}%, extrap {xp}, inside "
+                  f"{r['inside_interval']}", file=sys.stderr, flush=True)
+    with open(out / "table.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    (out / "predictions.json").write_text(json.dumps(_clean(everything), indent=1))
+    lines = [f"# Fractal extrapolation on {backend.info.name} ({backend.info.id})", "",
+             f"gpuprofiler {__version__}, {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, host "
+             f"{platform.node()}, {time.time() - started:.0f} s. Command: `python {' '.join(sys.argv)}`", "",
+             *([f"Measurements reused from `{args.from_log}`, taken {min(r['date'] for r in stored)} .. "
+                f"{max(r['date'] for r in stored)} by `{stored[0]['command']}` (gpuprofiler {stored[0]['version']}); "
+                "the models are refitted on them.", ""] if stored else []),
+             "| case | target | measured (ms) | chosen | error | inside | fractal | Extra-P | poly1 | poly2 | poly3 | poly4 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    pct = lambda v: "-" if v is None else f"{v * 100:+.1f}%"  # noqa: E731
+    for r in rows:
+        lines.append(f"| {r['name']} | {r['size']} | {r['measured_s'] * 1e3:.4g} | {r['model']} | {pct(r['err_chosen'])} "
+                     f"| {'yes' if r['inside'] else 'no'} | {pct(r['err_fractal'])} | {pct(r['err_extrap'])} | "
+                     f"{pct(r['err_poly1'])} | {pct(r['err_poly2'])} | {pct(r['err_poly3'])} | {pct(r['err_poly4'])} |")
+    lines += ["", "| model | cases | median abs error | mean abs error |", "|---|---|---|---|"]
+    summary = {}
+    for m in MODELS:
+        vals = [abs(r[f"err_{m}"]) for r in rows if r[f"err_{m}"] is not None]
+        if vals:
+            summary[m] = float(np.median(vals))
+            lines.append(f"| {m} | {len(vals)} | {np.median(vals) * 100:.1f}% | {np.mean(vals) * 100:.1f}% |")
+    inside = float(np.mean([r["inside"] for r in rows]))
+    lines += ["", f"Measured time inside the chosen model's 95% interval: {inside * 100:.0f}% of {len(rows)} cases.", ""]
+    warned = [r for r in rows if r["warnings"]]
+    if warned:
+        lines += ["Warnings:", ""] + [f"- {r['name']}: {r['warnings']}" for r in warned]
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,148 @@
+"""Scaling laws and the fractal extrapolator on synthetic data: exact answers where they are known."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuprofiler.extrap_io import evaluate_model, text_format
+from gpuprofiler.extrapolate import extrapolate, hardware_sizes, major_phases, regime_warnings, stable_from
+from gpuprofiler.models.scaling import Fractal, Overhead, Polynomial, TwoTerm, choose
+from gpuprofiler.profile import Profile, entry
+from gpuprofiler.sweep import Sweep
+
+SIZES = np.array([1, 2, 4, 8, 16, 32]) * 1024.0
+
+
+@settings(max_examples=50)
+@given(st.floats(0.3, 3.0), st.floats(-25, -5))
+def test_fractal_recovers_a_power_law_exactly(m, ln_a):
+    t = np.exp(ln_a) * SIZES**m
+    fit = Fractal().fit(SIZES, [[v] for v in t])
+    target = 8 * SIZES[-1]
+    p = fit.predict(target)
+    assert p.params["m"] == pytest.approx(m, rel=1e-9)
+    assert p.value == pytest.approx(math.exp(ln_a) * target**m, rel=1e-9)
+    # the paper's form: x = ln(n / n_L), so d = ln T(n_L)
+    assert p.params["d"] == pytest.approx(math.log(p.value), rel=1e-12)
+
+
+def test_overhead_and_two_term_recover_constant_plus_power():
+    t = 5e-6 + 2e-9 * SIZES
+    target = 8 * SIZES[-1]
+    truth = 5e-6 + 2e-9 * target
+    assert Overhead().fit(SIZES, [[v] for v in t]).predict_value(target) == pytest.approx(truth, rel=1e-3)
+    assert Overhead(5e-6).fit(SIZES, [[v] for v in t]).predict_value(target) == pytest.approx(truth, rel=1e-6)
+    tt = TwoTerm().fit(SIZES, [[v] for v in t])
+    assert (tt.p_, tt.q_) == (1.0, 0) and tt.predict_value(target) == pytest.approx(truth, rel=1e-9)
+    # the pure power law misses the constant and overestimates the exponent's effect
+    assert abs(Fractal().fit(SIZES, [[v] for v in t]).predict_value(target) - truth) / truth > 0.05
+
+
+def test_polynomial_baseline_is_exact_on_polynomials():
+    t = 1e-6 + 3e-9 * SIZES + 1e-13 * SIZES**2
+    for deg in (2, 3):
+        v = Polynomial(deg).fit(SIZES, [[x] for x in t]).predict_value(8 * SIZES[-1])
+        assert v == pytest.approx(1e-6 + 3e-9 * 8 * SIZES[-1] + 1e-13 * (8 * SIZES[-1]) ** 2, rel=1e-6)
+
+
+def test_interval_covers_and_widens_with_repeat_spread():
+    rng = np.random.default_rng(0)
+    t = 1e-9 * SIZES
+    tight = [v * (1 + 0.001 * rng.standard_normal(9)) for v in t]
+    loose = [v * (1 + 0.05 * rng.standard_normal(9)) for v in t]
+    a = Fractal().fit(SIZES, tight).predict(8 * SIZES[-1])
+    b = Fractal().fit(SIZES, loose).predict(8 * SIZES[-1])
+    assert a.low <= a.value <= a.high and b.low <= b.value <= b.high
+    assert (b.high - b.low) > (a.high - a.low)
+
+
+def test_choose_prefers_the_law_that_fits():
+    t = 20e-6 + 1e-9 * SIZES**1.0
+    model, scores = choose(SIZES, [[v] for v in t])
+    assert model.name in ("overhead", "two-term") and scores[model.name] < scores["fractal"]
+    pure = 1e-9 * SIZES**1.5
+    model, scores = choose(SIZES, [[v] for v in pure])
+    assert scores[model.name] < 1e-6
+
+
+def _sweep(phases, sizes=SIZES):
+    per = {p: [np.array([f(n)] * 3) for n in sizes] for p, f in phases.items()}
+    totals = [sum(per[p][i] for p in per) for i in range(len(sizes))]
+    return Sweep("app", "app", [int(s) for s in sizes], per, totals)
+
+
+def test_whole_run_from_phase_shares_is_exact_on_power_laws():
+    sw = _sweep({"a": lambda n: 1e-9 * n, "b": lambda n: 1e-12 * n**2, "c": lambda n: 1e-8 * n**0.5,
+                 "tiny": lambda n: 1e-11 * n})
+    ex = extrapolate(sw, coverage=0.7)
+    target = 8 * SIZES[-1]
+    truth = 1e-9 * target + 1e-12 * target**2 + 1e-8 * target**0.5 + 1e-11 * target
+    frac = ex.predict(int(target), which="fractal")
+    assert set(ex.phases) <= {"a", "b", "c", "tiny"} and "tiny" not in ex.phases
+    assert sum(ph["predicted_s"] for ph in frac["phases"]) <= truth
+    assert frac["predicted_s"] == pytest.approx(truth, rel=0.05)
+
+
+def test_major_phases_and_stability():
+    sw = _sweep({"big": lambda n: 1e-9 * n, "small": lambda n: 1e-10 * n})
+    assert major_phases(sw, 0.7) == ["big"]
+    # shares move early, then settle: the settled sizes are kept
+    sizes = np.array([1, 2, 4, 8, 16, 32, 64]) * 1024.0
+    sw = _sweep({"a": lambda n: 1e-9 * n, "b": lambda n: 1e-3 * (n < 3000) + 1e-10 * n}, sizes)
+    assert stable_from(sw, ["a", "b"]) == 2
+
+
+def test_regime_warning_names_the_boundary():
+    prof = Profile({"caches": [{"level": 2, "size_bytes": 2 << 20, "latency_s": 4e-9}],
+                    "concurrency": {"work_items": entry(1000.0, "work-items", "m")}})
+    ws = lambda n: 12.0 * n  # noqa: E731
+    out = regime_warnings([100, 200, 400], [400000], ws, lambda n: n, prof)
+    assert any("L2 cache (2.0 MiB" in w for w in out)
+    assert any("concurrency (1000 work-items" in w for w in out)
+    assert regime_warnings([1000], [2000], ws, None, prof) == []
+
+
+def test_hardware_sizes_stay_past_the_cache():
+    prof = Profile({"caches": [{"level": 3, "size_bytes": 32 << 20, "latency_s": 2e-8}]})
+    ws = lambda n: 12.0 * n  # noqa: E731
+    sizes, notes = hardware_sizes(2**27, ws, prof)
+    assert all(ws(s) > 32 << 20 for s in sizes) and max(sizes) <= 2**27 // 8 and len(sizes) >= 4
+
+
+def test_extrap_text_format_and_model_evaluation():
+    sw = _sweep({"k": lambda n: 1e-9 * n}, SIZES[:3])
+    text = text_format([sw])
+    assert text.startswith("PARAMETER n\nPOINTS ( 1024 ) ( 2048 ) ( 4096 )\n")
+    assert text.count("DATA ") == 6 and "REGION total" in text and "REGION k" in text
+    assert evaluate_model("0.05 + 0.001 * n^(1) * log2(n)^(1)", "n", 1024) == pytest.approx(0.05 + 0.001 * 1024 * 10)
+
+
+def test_cache_aware_law_carries_the_fit_across_a_cache_boundary():
+    from gpuprofiler.models.scaling import CacheAware
+
+    mib = 2.0**20
+    curve = [{"bytes": b, "Bps": 60e9 if b <= 100 * mib else 30e9} for b in 2.0 ** np.arange(20, 31)]
+    ws = lambda n: 12.0 * n  # noqa: E731
+    model = CacheAware(ws, curve)
+    sizes = np.array([1, 1.5, 2, 3, 4, 6]) * 2**20  # 12..72 MiB: all inside the cache
+    t = [[2e-6 + 1.1 * model.seconds_per_pass(s)] for s in sizes]
+    target = 2**27  # 1.5 GiB: far past it
+    truth = 2e-6 + 1.1 * 12.0 * target / 30e9
+    assert model.fit(sizes, t).predict_value(target) == pytest.approx(truth, rel=1e-6)
+    # the power law, blind to the boundary, predicts the cache's speed
+    assert Fractal().fit(sizes, t).predict_value(target) < 0.75 * truth
+    chosen, scores = choose(sizes, t, None, ws, curve)
+    assert chosen.name == "cache-aware"
+
+
+def test_work_law_uses_the_declared_work_and_resists_one_outlier():
+    from gpuprofiler.models.scaling import WorkLaw
+
+    work = lambda n: 8.0 * n  # noqa: E731
+    t = [3e-11 * work(n) for n in SIZES]
+    t[3] *= 1.6  # one size caught in a slow mode
+    model = WorkLaw(work).fit(SIZES, [[v] for v in t])
+    assert model.predict_value(8 * SIZES[-1]) == pytest.approx(3e-11 * work(8 * SIZES[-1]), rel=0.02)
