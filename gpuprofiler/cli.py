@@ -128,7 +128,8 @@ def cmd_measure(args) -> int:
 def cmd_calibrate(args) -> int:
     from gpuprofiler.backends import open_backend
     from gpuprofiler.calibrate import calibrate, parse_only
-    from gpuprofiler.profile_view import plot_latency, show
+    from gpuprofiler.plots import plot_latency
+    from gpuprofiler.profile_view import show
     from gpuprofiler.storage import default_path
 
     only = parse_only(args.only)

@@ -11,7 +11,6 @@ target that crosses a regime boundary the small sizes do not is warned about.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 

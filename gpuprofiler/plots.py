@@ -17,6 +17,39 @@ def _plt():
     return plt
 
 
+def _save(fig, path: str | Path) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    _plt().close(fig)
+    return path
+
+
+def plot_latency(profile: Any, path: str | Path) -> Path | None:
+    """PNG of access latency against working-set size, with the detected cache levels."""
+    curve = profile.data.get("latency_curve")
+    if not curve:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    xs = [p["bytes"] for p in curve]
+    ys = [p["latency_s"] * 1e9 for p in curve]
+    ax.plot(xs, ys, "o-", ms=3, label="pointer chase")
+    for c in profile.data.get("caches", []):
+        ax.axvline(c["size_bytes"], color="grey", ls="--", lw=0.8)
+        ax.text(c["size_bytes"], max(ys), f" L{c['level']} {c['size_bytes'] / 1024:.0f} KiB", rotation=90,
+                va="top", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("working set (bytes)")
+    ax.set_ylabel("latency per access (ns)")
+    dev = profile.data.get("device", {})
+    ax.set_title(f"{dev.get('name')}: memory latency ({profile.data.get('created', '')[:10]})", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, path)
+
+
 def plot_extrapolation(ex: Any, records: list[dict], path: str | Path, title: str = "") -> Path:
     """Log-log: measured small-size points per major phase and in total, the fitted lines out to the targets,
     each target's prediction with its interval, and the measured target where checked."""
@@ -56,9 +89,4 @@ def plot_extrapolation(ex: Any, records: list[dict], path: str | Path, title: st
     for h, l in zip(handles, labels):
         seen.setdefault(l, h)
     ax.legend(seen.values(), seen.keys(), fontsize=7, loc="upper left")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

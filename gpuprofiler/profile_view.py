@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from gpuprofiler.profile import Profile, is_entry
@@ -82,39 +81,6 @@ def show(profile: Profile) -> str:
     lines.append(f"failed measurements: {len(failures)}")
     lines += [f"  {f['key']}: {f['reason']}" for f in failures]
     return "\n".join(lines)
-
-
-def plot_latency(profile: Profile, path: str | Path) -> Path | None:
-    """PNG of access latency against working-set size, with the detected cache levels."""
-    curve = profile.data.get("latency_curve")
-    if not curve:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    xs = [p["bytes"] for p in curve]
-    ys = [p["latency_s"] * 1e9 for p in curve]
-    ax.plot(xs, ys, "o-", ms=3, label="pointer chase")
-    for c in profile.data.get("caches", []):
-        ax.axvline(c["size_bytes"], color="grey", ls="--", lw=0.8)
-        ax.text(c["size_bytes"], max(ys), f" L{c['level']} {c['size_bytes'] / 1024:.0f} KiB", rotation=90,
-                va="top", fontsize=8)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("working set (bytes)")
-    ax.set_ylabel("latency per access (ns)")
-    dev = profile.data.get("device", {})
-    ax.set_title(f"{dev.get('name')}: memory latency ({profile.data.get('created', '')[:10]})", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 KEY_VALUES = ("launch.fixed_s", "launch.per_thread_s", "launch.event_s", "launch.round_trip_s",

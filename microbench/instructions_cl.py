@@ -19,7 +19,6 @@ import numpy as np
 from gpuprofiler.profile import entry, failed
 from gpuprofiler.timing import TimingPolicy
 from microbench.common import Progress, say, time_launch
-from microbench.source import build
 
 RATIO_RANGE = (1.6, 2.4)
 

@@ -2,7 +2,6 @@
 
 import shutil
 
-import numpy as np
 import pytest
 
 from gpuprofiler.builtin import builtin_specs
