@@ -334,7 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export", help="write stored measurements in Extra-P's input format")
     p.add_argument("--extrap", required=True, metavar="FILE", help="output file (text format; JSON with --json)")
-    p.add_argument("--measurements", default="results", help="a measurements.jsonl file")
+    p.add_argument("--measurements", required=True, metavar="LOG",
+                   help="a measurements.jsonl file (e.g. results/<device>/measurements.jsonl)")
     p.add_argument("--kernel", help="only this kernel or app")
     p.add_argument("--json", action="store_true", help="Extra-P's JSON format instead of text")
     p.set_defaults(func=cmd_export)

@@ -3,8 +3,8 @@
 Every value is an *entry*: ``{"value", "unit", "interval": [low, high], "method", "status"}``;
 a measurement that failed or is physically impossible has ``"status": "failed"``, a
 ``"reason"`` and ``"value": null`` -- never a number. ``Profile.get("launch.fixed_s")`` returns
-the value of an entry by its dotted key path (or the object at that path). The schema is in
-``docs``-style form in :data:`SCHEMA_DOC` and in the README.
+the value of an entry by its dotted key path (or the object at that path). The schema is
+:data:`SCHEMA_DOC` (``gpuprofiler profile show --schema``).
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       event_s (device event of an empty kernel), round_trip_s (enqueue + finish),
                       queue_to_start_s (profiling start - queued; clpeak's launch latency), points[]
   memory              read_s (t), write_s (T), read_step_s (dt), write_step_s (dT), cached_read_s,
-                      points[] (n, read_s, write_s)
+                      dram_latency_s (latency past the last cache level), points[] (n, read_s, write_s)
   bandwidth           read_Bps, write_Bps, copy_Bps, triad_Bps (best over vector widths),
-                      by_width{kind: {width: entry}}, array_bytes
+                      by_width{kind: {width: entry}}, array_bytes, peak_Bps (where the API tells it),
+                      working_set_curve[] (bytes, Bps), streaming_llc_bytes (where reads fall to memory speed)
   transfer            htod_Bps, dtoh_Bps (pageable), htod_pinned_Bps, dtoh_pinned_Bps (where the API
                       allows), latency_s (smallest copy)
   caches              [{level, size_bytes, latency_s, latency_cycles}] detected as knees of latency_curve

@@ -167,26 +167,30 @@ LOGS = (0, 1, 2)
 
 
 def _two_term_coef(n: np.ndarray, t: np.ndarray, p: float, q: int) -> np.ndarray | None:
-    """c0, c1 of T = c0 + c1 n^p log2(n)^q by least squares in relative error (c0 >= 0, c1 > 0), or None."""
-    w = 1.0 / t
+    """c0, c1 of T = c0 + c1 n^p log2(n)^q by least squares in relative error (c0 >= 0, c1 > 0), or None.
+    The term is scaled to at most 1 before solving, so that n^3 log2(n)^2 stays well conditioned."""
     term = n**p * np.log2(n) ** q
-    X = np.column_stack([np.ones_like(n), term]) * w[:, None]
+    ts = float(term.max())
+    w = 1.0 / t
+    X = np.column_stack([np.ones_like(n), term / ts]) * w[:, None]
     coef, *_ = np.linalg.lstsq(X, np.ones_like(n), rcond=None)
-    if coef[0] < 0:  # no negative constant: refit through the origin
-        coef = np.array([0.0, float(np.sum(term * w * w) / np.sum(term * term * w * w))])
-    return coef if coef[1] > 0 else None
+    c0, c1 = float(coef[0]), float(coef[1]) / ts
+    if c0 < 0:  # no negative constant: refit through the origin
+        c0, c1 = 0.0, float(np.sum(term * w * w) / np.sum(term * term * w * w))
+    return np.array([c0, c1]) if c1 > 0 else None
 
 
 class TwoTerm(ScalingModel):
     """Extra-P's one-term PMNF: T = c0 + c1 n^p log2(n)^q, fitted by least squares in relative error for each
-    (p, q) of Extra-P's grid; like Extra-P, the hypothesis is chosen by leave-one-out cross-validation
-    (smallest mean relative error), not by in-sample residual, which overfits a narrow size range."""
+    (p, q) of Extra-P's grid; like Extra-P, the hypothesis is chosen by leave-one-out cross-validation, not
+    by in-sample residual, which overfits a narrow size range: the plainest hypothesis (no log, exponent
+    nearest 1) within one standard error of the best score."""
 
     name = "two-term"
 
     def _fit(self, n, t):
-        best = None
         k = len(n)
+        scored = []
         for p in EXPONENTS:
             for q in LOGS:
                 coef = _two_term_coef(n, t, p, q)
@@ -197,15 +201,21 @@ class TwoTerm(ScalingModel):
                     keep = np.arange(k) != i
                     c = _two_term_coef(n[keep], t[keep], p, q) if k > 3 else coef
                     if c is None:
-                        cv.append(np.inf)
+                        cv = [np.inf] * k
                         break
                     cv.append(abs((c[0] + c[1] * n[i] ** p * np.log2(n[i]) ** q) / t[i] - 1))
-                score = float(np.mean(cv))
-                if best is None or score < best[0]:
-                    best = (score, p, q, coef)
+                score, se = loo_score(cv)
+                scored.append((score, se, p, q, coef))
+        best = None
+        finite = [x for x in scored if math.isfinite(x[0])]
+        if finite:
+            top = min(finite, key=lambda x: x[0])
+            # one-standard-error rule among hypotheses: the plainest (no log, exponent nearest 1) within reach
+            near = [x for x in finite if x[0] <= top[0] + top[1]]
+            best = min(near, key=lambda x: (x[3], abs(x[2] - 1.0), x[0]))
         if best is None:
             raise ValueError("two-term: no hypothesis with a positive term")
-        _, self.p_, self.q_, self.coef_ = best
+        _, _, self.p_, self.q_, self.coef_ = best
         w = 1.0 / t
         term = n**self.p_ * np.log2(n) ** self.q_
         X = np.column_stack([np.ones_like(n), term]) * w[:, None]
@@ -366,7 +376,8 @@ class CacheAware(ScalingModel):
 class WorkLaw(ScalingModel):
     """T = c0 + k * W(n) with W the work the spec declares (bytes moved, else flops): the exponent comes from
     the kernel's own work count instead of being fitted, so a narrow range of small sizes cannot bend it.
-    Fitted robustly (soft-L1 on relative residuals)."""
+    Least squares in absolute time, so the largest sizes -- nearest the target, and longest, so least
+    disturbed by a shared machine -- weigh most."""
 
     name = "work"
 
@@ -375,24 +386,21 @@ class WorkLaw(ScalingModel):
 
     def _fit(self, n, t):
         x = np.array([float(self.work(v)) for v in n])
-        # robust (soft-L1) fit of the relative residuals: one size caught in a slow mode must not tilt the slope
-        k0 = float(np.median(t / x))
-        res = optimize.least_squares(lambda p: (p[0] + p[1] * x) / t - 1, [0.0, k0],
-                                     bounds=([0.0, 0.0], [float(t.min()), np.inf]), loss="soft_l1", f_scale=0.03,
-                                     x_scale=[float(t.min()) or 1.0, k0 or 1.0])
-        coef = res.x
+        # ordinary least squares in absolute time: the largest sizes, nearest the target, weigh most
+        X = np.column_stack([np.ones_like(x), x])
+        coef, *_ = np.linalg.lstsq(X, t, rcond=None)
         if coef[1] <= 0:
             raise ValueError("work law: time does not grow with the work")
         self.coef_ = coef
-        w = 1.0 / t
-        X = np.column_stack([np.ones_like(x), x]) * w[:, None]
-        rel = (coef[0] + coef[1] * x) / t - 1
-        self.s2_ = float(np.sum(rel**2) / max(len(n) - 2, 1))
+        resid = (coef[0] + coef[1] * x) - t
+        self.s2_abs_ = float(np.sum(resid**2) / max(len(n) - 2, 1))
         self.xtx_inv_ = np.linalg.pinv(X.T @ X)
 
     def _predict(self, size):
         x = float(self.work(size))
         value = float(self.coef_[0] + self.coef_[1] * x)
-        x0 = np.array([1.0, x]) / max(value, 1e-300)
-        var = self.s2_ * (1 + float(x0 @ self.xtx_inv_ @ x0))
-        return value, math.sqrt(var), {"c0": float(self.coef_[0]), "k": float(self.coef_[1])}
+        if value <= 0:
+            return float("nan"), float("inf"), {}
+        x0 = np.array([1.0, x])
+        sd_abs = math.sqrt(self.s2_abs_ * (1 + float(x0 @ self.xtx_inv_ @ x0)))
+        return value, sd_abs / value, {"c0": float(self.coef_[0]), "k": float(self.coef_[1])}
