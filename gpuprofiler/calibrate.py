@@ -122,7 +122,8 @@ def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[
 
     if "memory" in only:
         def memory() -> None:
-            from microbench import concurrency, memory as m
+            from microbench import concurrency
+            from microbench import memory as m
 
             top = data.get("latency_max_working_set_bytes")
             data.setdefault("memory", {}).update(m.measure(backend, quick, progress, clock_hz=hz, workspace=workspace,

@@ -175,10 +175,21 @@ def cmd_extrapolate(args) -> int:
     from gpuprofiler.backends import open_backend
     from gpuprofiler.builtin import resolve
     from gpuprofiler.extrap_io import extrap_models
-    from gpuprofiler.extrapolate import extrapolate, hardware_sizes, regime_warnings, report
+    from gpuprofiler.extrapolate import (
+        extrapolate,
+        hardware_sizes,
+        regime_warnings,
+        report,
+    )
     from gpuprofiler.profile import load_profile
     from gpuprofiler.storage import MeasurementLog, _clean, default_path
-    from gpuprofiler.sweep import load_target, run_sweep, work_count, work_items, working_set
+    from gpuprofiler.sweep import (
+        load_target,
+        run_sweep,
+        work_count,
+        work_items,
+        working_set,
+    )
 
     path = resolve(args.target)
     item = load_target(path)

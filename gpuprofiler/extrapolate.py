@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.models.scaling import Fractal, Polynomial, choose, candidates
+from gpuprofiler.models.scaling import Fractal, Polynomial, candidates, choose
 from gpuprofiler.sweep import Sweep
 
 MIN_POINTS = 4

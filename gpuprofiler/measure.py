@@ -12,7 +12,7 @@ from gpuprofiler.checking import compare, poison
 from gpuprofiler.errors import DeviceError
 from gpuprofiler.safe_eval import names_in
 from gpuprofiler.spec import KernelSpec, SpecInstance
-from gpuprofiler.timing import Timing, TimingPolicy, sample
+from gpuprofiler.timing import Timing, TimingPolicy, time_launch
 
 
 @dataclass
@@ -98,12 +98,9 @@ def run_checked(backend: Backend, prepared: PreparedKernel) -> float:
 
 
 def time_kernel(backend: Backend, prepared: PreparedKernel, policy: TimingPolicy | None = None) -> Timing:
-    def once() -> float:
-        event = launch(backend, prepared)
-        backend.finish()
-        return event.seconds()
-
-    return sample(once, policy)
+    inst = prepared.instance
+    return time_launch(backend, prepared.kernel, inst.global_size, inst.local_size, prepared.args(),
+                       policy or TimingPolicy())
 
 
 def timing_record(timing: Timing) -> dict[str, Any]:

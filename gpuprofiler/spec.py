@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.safe_eval import parse, evaluate, evaluate_int
+from gpuprofiler.safe_eval import evaluate, evaluate_int, parse
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable, Sequence
 
 from gpuprofiler.stats import Summary, summarize
 
@@ -78,3 +78,20 @@ def sample(run_once: Callable[[], float], policy: TimingPolicy | None = None) ->
             timing.stop_reason = "budget"
             break
     return timing
+
+
+def time_launch(backend: Any, kernel: Any, global_size: Sequence[int], local_size: Sequence[int] | None,
+                args: Sequence[Any] | Callable[[int], Sequence[Any]], policy: TimingPolicy) -> Timing:
+    """Device event times of repeated launches (warm-up first), each waited for.
+
+    ``args`` may be a function of the launch number, for benchmarks that must touch new data each time.
+    """
+    count = [0]
+
+    def once() -> float:
+        count[0] += 1
+        event = backend.launch(kernel, global_size, local_size, args(count[0]) if callable(args) else args)
+        backend.finish()
+        return event.seconds()
+
+    return sample(once, policy)

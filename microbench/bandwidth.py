@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.profile import entry, failed
-from gpuprofiler.timing import TimingPolicy
-from microbench.common import Progress, say, time_launch
+from gpuprofiler.timing import TimingPolicy, time_launch
+from microbench.common import Progress, say
 from microbench.source import VECTOR_WIDTHS, build, components, vec_type
 
 PER = 16

@@ -9,31 +9,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from gpuprofiler.timing import Timing, TimingPolicy, sample
-
 Progress = Callable[[str], None] | None
 
 
 def say(progress: Progress, message: str) -> None:
     if progress:
         progress(message)
-
-
-def time_launch(backend: Any, kernel: Any, global_size: Sequence[int], local_size: Sequence[int] | None,
-                args: Sequence[Any] | Callable[[int], Sequence[Any]], policy: TimingPolicy) -> Timing:
-    """Device event times of repeated launches (warm-up first), each waited for.
-
-    ``args`` may be a function of the launch number, for benchmarks that must touch new data each time.
-    """
-    count = [0]
-
-    def once() -> float:
-        count[0] += 1
-        event = backend.launch(kernel, global_size, local_size, args(count[0]) if callable(args) else args)
-        backend.finish()
-        return event.seconds()
-
-    return sample(once, policy)
 
 
 @dataclass

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.profile import entry, failed
-from gpuprofiler.timing import TimingPolicy
-from microbench.common import Progress, say, time_launch
+from gpuprofiler.timing import TimingPolicy, time_launch
+from microbench.common import Progress, say
 
 RATIO_RANGE = (1.6, 2.4)
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from gpuprofiler.caches import detect_levels
 from gpuprofiler.profile import entry, failed
-from gpuprofiler.timing import TimingPolicy
-from microbench.common import Progress, Workspace, random_cycle, say, time_launch
+from gpuprofiler.timing import TimingPolicy, time_launch
+from microbench.common import Progress, Workspace, random_cycle, say
 from microbench.source import build
 
 LINE_WORDS = 16

@@ -17,8 +17,8 @@ import numpy as np
 
 from gpuprofiler.profile import entry, failed
 from gpuprofiler.stats import summarize
-from gpuprofiler.timing import TimingPolicy
-from microbench.common import Progress, linear_fit, say, time_launch
+from gpuprofiler.timing import TimingPolicy, time_launch
+from microbench.common import Progress, linear_fit, say
 from microbench.source import build
 
 EMPTY = "KERNEL void empty(int n) { }\n"

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.profile import entry, failed
-from gpuprofiler.timing import TimingPolicy
-from microbench.common import Progress, Workspace, origin_fit, say, time_launch
+from gpuprofiler.timing import TimingPolicy, time_launch
+from microbench.common import Progress, Workspace, origin_fit, say
 from microbench.latency import last_level_cache
 from microbench.source import build
 

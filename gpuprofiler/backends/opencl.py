@@ -7,7 +7,14 @@ from typing import Any, Sequence
 import numpy as np
 import pyopencl as cl
 
-from gpuprofiler.backends.base import Backend, Buffer, DeviceInfo, Event, Kernel, round_up
+from gpuprofiler.backends.base import (
+    Backend,
+    Buffer,
+    DeviceInfo,
+    Event,
+    Kernel,
+    round_up,
+)
 from gpuprofiler.errors import DeviceError, UserError
 
 _USER_CODES = {"INVALID_WORK_GROUP_SIZE", "INVALID_WORK_ITEM_SIZE", "INVALID_KERNEL_ARGS", "INVALID_ARG_SIZE",
