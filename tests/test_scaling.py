@@ -146,3 +146,15 @@ def test_work_law_uses_the_declared_work():
     t[3] *= 1.05  # one size a little slow
     model = WorkLaw(work).fit(SIZES, [[v] for v in t])
     assert model.predict_value(8 * SIZES[-1]) == pytest.approx(3e-11 * work(8 * SIZES[-1]), rel=0.05)
+
+
+def test_chosen_whole_run_models_the_minor_phases_as_one_series():
+    sw = _sweep({"a": lambda n: 1e-9 * n, "b": lambda n: 2e-12 * n**2, "c": lambda n: 1e-8 * n**0.5,
+                 "d": lambda n: 2e-11 * n})
+    ex = extrapolate(sw, coverage=0.7)
+    target = 8 * SIZES[-1]
+    truth = 1e-9 * target + 2e-12 * target**2 + 1e-8 * target**0.5 + 2e-11 * target
+    rec = ex.predict(int(target))
+    assert ex.rest and "rest_s" in rec
+    assert rec["predicted_s"] == pytest.approx(truth, rel=0.02)
+    assert rec["interval_s"][0] <= rec["predicted_s"] <= rec["interval_s"][1]

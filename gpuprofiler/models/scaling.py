@@ -70,7 +70,7 @@ class ScalingModel:
         value, log_sd, params = self._predict(float(size))
         dof = max(len(self.sizes_) - self.n_params, 1)
         t = stats.t.ppf(0.5 + CONFIDENCE / 2, dof)
-        half = t * math.sqrt(log_sd**2 + self.rep_var_)
+        half = min(t * math.sqrt(log_sd**2 + self.rep_var_), 700.0)  # a wider interval says nothing more
         return Prediction(float(size), value, value * math.exp(-half), value * math.exp(half), self.name, params)
 
     def predict_value(self, size: float) -> float:
@@ -211,7 +211,7 @@ class TwoTerm(ScalingModel):
         if finite:
             top = min(finite, key=lambda x: x[0])
             # one-standard-error rule among hypotheses: the plainest (no log, exponent nearest 1) within reach
-            near = [x for x in finite if x[0] <= top[0] + top[1]]
+            near = [x for x in finite if x[0] <= top[0] + top[1] + 1e-9]  # 1e-9: rounding of exact fits
             best = min(near, key=lambda x: (x[3], abs(x[2] - 1.0), x[0]))
         if best is None:
             raise ValueError("two-term: no hypothesis with a positive term")
@@ -327,7 +327,7 @@ def choose(sizes, samples, c0: float | None = None, working_set=None,
         return Fractal().fit(sizes, samples), scores
     # one-standard-error rule: among models within one SE of the best, the simplest; noise in the small
     # sizes otherwise decides between laws that differ wildly 8x further out
-    limit = scores[best] + ses[best]
+    limit = scores[best] + ses[best] + 1e-9  # 1e-9: rounding of exact fits
     chosen = next(n for n in SIMPLICITY if n in scores and scores[n] <= limit)
     return options[chosen]().fit(sizes, samples), scores
 
