@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -100,10 +99,6 @@ def page_grouped_cycle(count: int, rng: np.random.Generator, stride: int = 16, l
     nxt[order] = np.roll(order, -1)
     return nxt
 
-
-def stopwatch() -> Callable[[], float]:
-    t0 = time.perf_counter()
-    return lambda: time.perf_counter() - t0
 
 
 class Workspace:

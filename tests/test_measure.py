@@ -47,3 +47,14 @@ def test_time_scales_with_work(pocl, quick_policy):
     small, big = measure_spec(pocl, spec, [1 << 16, 1 << 22], quick_policy, check=False)
     # 64x the data: generous sanity bound, not a timing assertion
     assert big["median_s"] > 4 * small["median_s"]
+
+
+def test_records_make_a_tidy_table(pocl, quick_policy):
+    from gpuprofiler.storage import to_frame
+
+    spec = load_spec(KERNELS / "copy.toml")
+    records = measure_spec(pocl, spec, [4096, 8192], quick_policy, check=False)
+    frame = to_frame(records)
+    assert list(frame.columns) == ["kernel", "phase", "size", "rep", "seconds", "device"]
+    assert len(frame) == sum(r["samples"] for r in records)
+    assert set(frame["size"]) == {4096, 8192} and (frame["seconds"] > 0).all()

@@ -288,10 +288,6 @@ def loo_score(errors: list[float]) -> tuple[float, float]:
     return score, se
 
 
-def loo_error(model_factory, sizes: np.ndarray, samples: list) -> float:
-    return loo_score(loo_errors(model_factory, sizes, samples))[0]
-
-
 # simplest first: the one-standard-error rule picks the first whose score is within one SE of the best
 SIMPLICITY = ("work", "fractal", "cache-aware", "overhead", "two-term")
 
