@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -117,9 +116,9 @@ def cmd_measure(args) -> int:
     finally:
         backend.close()
     if args.json:
-        from gpuprofiler.storage import _clean
+        from gpuprofiler.storage import json_ready
 
-        print(json.dumps(_clean(records), indent=1))
+        print(json.dumps(json_ready(records), indent=1))
     else:
         _print_table(records)
     return 0
@@ -174,22 +173,10 @@ def cmd_profile_compare(args) -> int:
 def cmd_extrapolate(args) -> int:
     from gpuprofiler.backends import open_backend
     from gpuprofiler.builtin import resolve
-    from gpuprofiler.extrap_io import extrap_models
-    from gpuprofiler.extrapolate import (
-        extrapolate,
-        hardware_sizes,
-        regime_warnings,
-        report,
-    )
+    from gpuprofiler.extrapolate import analyse, hardware_sizes, size_functions
     from gpuprofiler.profile import load_profile
-    from gpuprofiler.storage import MeasurementLog, _clean, default_path
-    from gpuprofiler.sweep import (
-        load_target,
-        run_sweep,
-        work_count,
-        work_items,
-        working_set,
-    )
+    from gpuprofiler.storage import MeasurementLog, default_path, json_ready
+    from gpuprofiler.sweep import load_target, run_sweep
 
     path = resolve(args.target)
     item = load_target(path)
@@ -198,8 +185,7 @@ def cmd_extrapolate(args) -> int:
     if not targets:
         raise UserError(f"{path}: no --target given and no default target sizes")
     notes: list[str] = []
-    ws = (lambda n: working_set(item, n)) if working_set(item, targets[0]) is not None else None
-    wi = (lambda n: work_items(item, n)) if work_items(item, targets[0]) is not None else None
+    ws, _ = size_functions(item, targets[0])
     if args.small:
         small = args.small
     elif profile is not None and ws is not None:
@@ -212,14 +198,9 @@ def cmd_extrapolate(args) -> int:
     backend = open_backend(args.device)
     log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
     policy = _policy(args)
-    c0 = None
-    if profile is not None:
-        c0 = profile.get("launch.event_s", None)
     try:
         sweep = run_sweep(backend, item, small, policy, check=not args.no_check, on_record=log.append,
                           progress=progress)
-        ex = extrapolate(sweep, coverage=args.coverage, c0=c0, working_set=ws, profile=profile, work=work_count(item))
-        ex.warnings += notes + regime_warnings([sweep.sizes[i] for i in ex.used], targets, ws, wi, profile)
         checks = {}
         if args.check:
             for t in targets:
@@ -231,12 +212,8 @@ def cmd_extrapolate(args) -> int:
         return 130
     finally:
         backend.close()
-    try:
-        extrap = extrap_models(ex.sweep.subset(ex.used)) if not args.no_extrap else None
-    except (RuntimeError, OSError, subprocess.TimeoutExpired) as exc:
-        progress(f"Extra-P baseline skipped: {exc}")
-        extrap = None
-    records = report(ex, targets, checks, extrap)
+    ex, records = analyse(item, sweep, targets, profile, args.coverage, checks, notes,
+                          use_extrap=not args.no_extrap, say=progress)
     for w in ex.warnings:
         progress(f"warning: {w}")
     if args.plot:
@@ -245,7 +222,7 @@ def cmd_extrapolate(args) -> int:
         plot_extrapolation(ex, records, args.plot)
         progress(f"plot written to {args.plot}")
     if args.json:
-        print(json.dumps(_clean(records), indent=1))
+        print(json.dumps(json_ready(records), indent=1))
     else:
         _print_extrapolation(records)
     return 0

@@ -275,3 +275,35 @@ def report(ex: Extrapolation, targets: list[int], checks: dict[int, Sweep] | Non
             rec["baseline_errors"] = {k: (None if v is None else (v - med) / med) for k, v in rec["baselines_s"].items()}
         out.append(rec)
     return out
+
+
+def size_functions(item: Any, probe: int):
+    """The item's working-set and work-item counts as functions of size (None where it declares none)."""
+    from gpuprofiler.sweep import work_items, working_set
+
+    ws = (lambda n: working_set(item, n)) if working_set(item, probe) is not None else None
+    wi = (lambda n: work_items(item, n)) if work_items(item, probe) is not None else None
+    return ws, wi
+
+
+def analyse(item: Any, sweep: Sweep, targets: list[int], profile=None, coverage: float = 0.7,
+            checks: dict[int, Sweep] | None = None, notes: list[str] | None = None, use_extrap: bool = True,
+            say=None) -> tuple[Extrapolation, list[dict[str, Any]]]:
+    """Fit a sweep of ``item`` and report every target: the one path shared by the CLI and the comparison script."""
+    import subprocess
+
+    from gpuprofiler.extrap_io import extrap_models
+    from gpuprofiler.sweep import work_count
+
+    ws, wi = size_functions(item, targets[0])
+    c0 = profile.get("launch.event_s", None) if profile is not None else None
+    ex = extrapolate(sweep, coverage=coverage, c0=c0, working_set=ws, profile=profile, work=work_count(item))
+    ex.warnings += list(notes or []) + regime_warnings([sweep.sizes[i] for i in ex.used], targets, ws, wi, profile)
+    extrap = None
+    if use_extrap:
+        try:
+            extrap = extrap_models(ex.sweep.subset(ex.used))
+        except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
+            if say:
+                say(f"Extra-P baseline skipped: {exc}")
+    return ex, report(ex, targets, checks, extrap)

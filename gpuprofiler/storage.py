@@ -48,12 +48,12 @@ def command_line() -> str:
     return " ".join([name, *(shlex.quote(a) for a in sys.argv[1:])])
 
 
-def _clean(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
     """JSON-safe: numpy scalars to Python, NaN/inf to None."""
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_ready(v) for v in value]
     if hasattr(value, "item") and callable(value.item):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -71,7 +71,7 @@ class MeasurementLog:
 
     def append(self, record: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(_clean({**record, **self.meta}), sort_keys=False)
+        line = json.dumps(json_ready({**record, **self.meta}), sort_keys=False)
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
             fh.flush()

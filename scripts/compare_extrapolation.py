@@ -27,12 +27,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gpuprofiler import __version__  # noqa: E402
 from gpuprofiler.backends import open_backend  # noqa: E402
 from gpuprofiler.builtin import builtin_apps, builtin_specs  # noqa: E402
-from gpuprofiler.extrap_io import extrap_models  # noqa: E402
-from gpuprofiler.extrapolate import extrapolate, regime_warnings, report  # noqa: E402
+from gpuprofiler.extrapolate import analyse  # noqa: E402
 from gpuprofiler.plots import plot_extrapolation  # noqa: E402
 from gpuprofiler.profile import load_profile  # noqa: E402
-from gpuprofiler.storage import MeasurementLog, _clean, read_records  # noqa: E402
-from gpuprofiler.sweep import from_records, load_target, run_sweep, work_count, work_items, working_set  # noqa: E402
+from gpuprofiler.storage import MeasurementLog, json_ready, read_records  # noqa: E402
+from gpuprofiler.sweep import from_records, load_target, run_sweep  # noqa: E402
 from gpuprofiler.timing import TimingPolicy  # noqa: E402
 
 def item_name(item) -> str:
@@ -53,7 +52,6 @@ def main() -> int:
                                        "of measuring again: same sweeps, models refitted")
     args = ap.parse_args()
     profile = load_profile(args.profile) if args.profile else None
-    c0 = profile.get("launch.event_s", None) if profile else None
     backend = open_backend(args.device)
     out = Path(args.out) if args.out else Path("results") / backend.info.slug / "extrapolation"
     out.mkdir(parents=True, exist_ok=True)
@@ -74,22 +72,14 @@ def main() -> int:
             sweep = from_records([r for r in stored if r["kernel"] == item_name(item) and r["size"] in small])
         else:
             sweep = run_sweep(backend, item, small, policy, on_record=log.append)
-        ws = (lambda n, it=item: working_set(it, n)) if working_set(item, targets[0]) is not None else None
-        ex = extrapolate(sweep, c0=c0, working_set=ws, profile=profile, work=work_count(item))
-        wi = (lambda n, it=item: work_items(it, n)) if work_items(item, targets[0]) is not None else None
-        ex.warnings += regime_warnings([sweep.sizes[i] for i in ex.used], targets, ws, wi, profile)
         if stored is not None:
             checks = {t: from_records([r for r in stored if r["kernel"] == item_name(item) and r["size"] == t])
                       for t in targets}
         else:
             checks = {t: run_sweep(backend, item, [t], TimingPolicy(warmup=1, min_samples=5, budget_s=args.budget),
                                    on_record=log.append) for t in targets}
-        try:
-            extrap = extrap_models(ex.sweep.subset(ex.used))
-        except Exception as exc:  # noqa: BLE001 - the baseline is optional
-            print(f"   Extra-P failed: {exc}", file=sys.stderr)
-            extrap = None
-        recs = report(ex, targets, checks, extrap)
+        ex, recs = analyse(item, sweep, targets, profile, checks=checks,
+                           say=lambda m: print(f"   {m}", file=sys.stderr))
         plot_extrapolation(ex, recs, out / f"{path.stem}.png")
         for r in recs:
             errs = {"chosen": r["error"], "fractal": r["fractal_error"], **r["baseline_errors"]}
@@ -106,7 +96,7 @@ def main() -> int:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    (out / "predictions.json").write_text(json.dumps(_clean(everything), indent=1))
+    (out / "predictions.json").write_text(json.dumps(json_ready(everything), indent=1))
     lines = [f"# Fractal extrapolation on {backend.info.name} ({backend.info.id})", "",
              f"gpuprofiler {__version__}, {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, host "
              f"{platform.node()}, {time.time() - started:.0f} s. Command: `python {' '.join(sys.argv)}`", "",
