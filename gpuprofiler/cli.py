@@ -346,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("b", metavar="B")
     q.add_argument("--tolerance", type=float, default=0.10, help="relative difference that still agrees (0.10)")
     q.set_defaults(func=cmd_profile_compare)
+
+    from gpuprofiler.maxplus import cli_cmd as _maxplus_cli
+    _maxplus_cli.add_parser(sub)
     return parser
 
 

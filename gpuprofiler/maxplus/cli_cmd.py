@@ -1,0 +1,118 @@
+"""``gpuprofiler maxplus``: predict a kernel's time with the max-plus models from a hardware profile."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+from gpuprofiler.errors import UserError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("maxplus", help="predict a kernel's time with the max-plus model of its data graph")
+    p.add_argument("target", nargs="?", help="kernel spec (.toml) or builtin name")
+    p.add_argument("--profile", help="hardware profile JSON (from `gpuprofiler calibrate`)")
+    p.add_argument("--size", type=int, help="the spec's size N")
+    p.add_argument("--model", default="serial", help="naive, ops, serial (default) or cache")
+    p.add_argument("--batches", choices=("sequential", "pipelined"),
+                   help="batches of n work-items one after another (the paper; default for naive and ops) or "
+                        "overlapping on the serialized memory (default for serial and cache)")
+    p.add_argument("--n", type=int, help="work-items running at once (default: the profile's concurrency)")
+    p.add_argument("--line-bytes", type=int, help="bytes fetched per strided access (default 64 on a CPU, 32 on a GPU)")
+    p.add_argument("--backend", choices=("opencl", "cuda"), default="opencl", help="which source of the spec to read")
+    p.add_argument("--example", choices=("vadd", "fork", "chain"),
+                   help="the paper's graphs (vadd's Z1/Z2/Z3 by --model; Table 1's fork and chain), symbolic only")
+    p.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    p.add_argument("--explain", action="store_true", help="print the graph, its matrix, height and symbolic time")
+    p.set_defaults(func=cmd_maxplus)
+
+
+def cmd_maxplus(args) -> int:
+    from gpuprofiler.maxplus.models import MODELS
+
+    if args.model not in MODELS:
+        raise UserError(f"unknown --model {args.model!r}: choose from {', '.join(MODELS)}")
+    if args.example:
+        return _example(args)
+    if not args.target:
+        raise UserError("give a kernel spec (or --example)")
+    if args.profile is None or args.size is None:
+        raise UserError("--profile and --size are required with a kernel spec")
+    from gpuprofiler.builtin import resolve
+    from gpuprofiler.maxplus.builder import build_spec
+    from gpuprofiler.maxplus.explain import explain
+    from gpuprofiler.maxplus.models import parameters, predict
+    from gpuprofiler.profile import load_profile
+    from gpuprofiler.spec import load_spec
+
+    path = resolve(args.target)
+    if path.suffix != ".toml":
+        raise UserError(f"{path}: maxplus models one kernel: give a kernel spec (.toml), not an app")
+    if args.size <= 0:
+        raise UserError("--size must be positive")
+    spec = load_spec(path)
+    inst = spec.instantiate(args.size)
+    kernel = build_spec(inst, args.backend)
+    profile = load_profile(args.profile)
+    params = parameters(profile, kernel, args.n, args.line_bytes)
+    work_items = math.prod(inst.global_size)
+    pred = predict(kernel, params, work_items, args.size, args.model, args.batches)
+    out = {"kernel": spec.name, **pred.as_dict(), "notes": kernel.notes, "profile": str(args.profile)}
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        if args.explain:
+            print(explain(kernel, args.model))
+            print()
+        print(f"{spec.name} at N = {args.size} ({work_items} work-items, n = {pred.n} at once; {pred.batches} batches)")
+        print(f"  model {pred.model}: {pred.predicted_s:.6g} s")
+        print(f"  time: {pred.symbolic}")
+        print(f"  one batch: {pred.batch_s:.4g} s; memory held per batch: {pred.bus_s:.4g} s; "
+              f"height k = {max(pred.height) if pred.height else 0}")
+        if args.explain:
+            print("  parameters:")
+            for name in sorted(pred.sources):
+                val = pred.parameters.get(name)
+                shown = f"{val:.4g}" if isinstance(val, float) else ""
+                print(f"    {name:<12} {shown:>10}  {pred.sources[name]}")
+        for note in kernel.notes:
+            print(f"  note: {note}", file=sys.stderr)
+    return 0
+
+
+def _example(args) -> int:
+    from gpuprofiler.maxplus import symbolic
+    from gpuprofiler.maxplus.examples import EXAMPLES
+    from gpuprofiler.maxplus.explain import explain
+    from gpuprofiler.maxplus.graph import height
+    from gpuprofiler.maxplus.models import arc_times, loop_symbols
+
+    kernel = EXAMPLES[args.example]()
+    model = args.model if args.example == "vadd" else "naive"
+    batches = args.batches or "sequential"
+    g = kernel.fragments[0]
+    arcs, _ = arc_times(g, model)
+    loops = loop_symbols(g, model, kernel)
+    z = g.matrix(lambda a: arcs[g.arcs.index(a)], lambda info: None, eps=symbolic.EPS)
+    for v, sym in loops.items():
+        z[v][v] = sym
+    k = height(g, with_loops=bool(loops))
+    batch = symbolic.time(z, g.inputs, g.outputs, k)
+    total = symbolic.N / symbolic.n
+    text = symbolic.fmt(batch) if args.example != "vadd" else (
+        symbolic.fmt(symbolic.sympy.ceiling(total) * batch) if batches == "sequential" else
+        f"(ceil(N/n) - 1)*({symbolic.fmt(sum(_bus(g, model)))}) + {symbolic.fmt(batch)}")
+    if args.json:
+        print(json.dumps({"example": args.example, "model": model, "height": k, "time": text,
+                          "matrix": [[symbolic.fmt(v) for v in row] for row in z]}, indent=1))
+        return 0
+    print(explain(kernel, model))
+    print(f"\ntime: {text}")
+    return 0
+
+
+def _bus(g, model):
+    from gpuprofiler.maxplus.models import bus_symbol
+
+    return [bus_symbol(g, model)]
