@@ -349,6 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from gpuprofiler.maxplus import cli_cmd as _maxplus_cli
     _maxplus_cli.add_parser(sub)
+    from gpuprofiler.pipeline import cli_cmd as _pipeline_cli
+    _pipeline_cli.add_parser(sub)
+    from gpuprofiler import validate_cli as _validate_cli
+    _validate_cli.add_parser(sub)
     return parser
 
 

@@ -18,6 +18,7 @@ that is longer), and the last batch in full: (ceil(N/n) - 1) * max(bus, ops) + b
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,6 +184,11 @@ def _step_symbol(kind: str, info: dict) -> tuple[sympy.Symbol, str]:
     return sympy.Symbol(f"{base}_gather", positive=True), pattern
 
 
+def _counted(counts: Counter):
+    """sum(count * symbol) as one sympy expression."""
+    return sympy.Add(*[c * sym for sym, c in counts.items() if c])
+
+
 def _is_bus_read(arc: Arc, model: str) -> bool:
     return arc.kind == "read" and not (model == "cache" and not arc.info.get("first", True))
 
@@ -202,14 +208,17 @@ def arc_times(g: KernelGraph, model: str, ev: Evaluator | None = None) -> tuple[
     if model in ("serial", "cache"):
         for ids, base in ((reads, t), (writes, T)):
             steps = [_step_symbol(g.arcs[i].kind, g.arcs[i].info)[0] for i in ids]
-            total = sum(steps, sympy.S.Zero)
-            for j, i in enumerate(ids):
-                sym[i] = base + (n - 1) * total + sum(steps[:j], sympy.S.Zero)
+            total = _counted(Counter(steps))
+            before: Counter = Counter()
+            for j, i in enumerate(ids):  # prefix sums kept as counts per step symbol: O(arcs), not O(arcs^2)
+                sym[i] = base + (n - 1) * total + _counted(before)
+                before[steps[j]] += 1
             if ev is not None:
-                secs = [ev.step(g.arcs[i]) for i in ids]
+                secs = np.array([ev.step(g.arcs[i]) for i in ids])
+                prefix = np.concatenate([[0.0], np.cumsum(secs)[:-1]]) if len(ids) else secs
                 base_s = ev.params.value(str(base))
                 for j, i in enumerate(ids):
-                    val[i] = base_s + (ev.params.n - 1) * sum(secs) + sum(secs[:j])
+                    val[i] = base_s + (ev.params.n - 1) * float(secs.sum()) + float(prefix[j])
     tc, tl = sympy.Symbol("t_c", positive=True), sympy.Symbol("t_l", positive=True)
     for i, a in enumerate(g.arcs):
         if i in sym:
