@@ -229,8 +229,9 @@ def simulate(program: Program, blocks: int = 1, warps_per_block: int = 1, reside
                             state["dirty"] = True
                     else:
                         r = start + t_idl[k - 1]
-                        for x in t_deps[k]:
-                            r = max(r, rw[x])
+                        for x in t_deps[k]:  # (if, not max(): this loop is the simulator's hot spot)
+                            if rw[x] > r:
+                                r = rw[x]
                         if t_ff[k] and not traced:
                             # fast-forward: while no other warp of this scheduler is ready before this one
                             # and its instructions use only this scheduler's own pipes, issue them in a row
@@ -259,13 +260,16 @@ def simulate(program: Program, blocks: int = 1, warps_per_block: int = 1, reside
                                 r = start + t_idl[k]
                                 k += 1
                                 for x in t_deps[k]:
-                                    r = max(r, rw[x])
+                                    if rw[x] > r:
+                                        r = rw[x]
                             pc[w] = k
                         heapreplace(h, (r << SH) | w)
                 if h:
                     key = h[0]
-                    key = max(key, limit)
-                    nxt = min(nxt, key)
+                    if key < limit:
+                        key = limit
+                    if key < nxt:
+                        nxt = key
         if state["dirty"]:
             for hh in heaps:
                 if hh:
