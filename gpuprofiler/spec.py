@@ -163,7 +163,13 @@ class SpecInstance:
                 low = 0 if arg.low is None else evaluate(arg.low, self.names, f"{arg.where}.low")
                 if arg.dtype.kind == "f":
                     high = 1 if arg.high is None else evaluate(arg.high, self.names, f"{arg.where}.high")
-                    data = rng.uniform(low, high, size=shape).astype(arg.dtype)
+                    # drawn in the array's own precision (float32 draws for float16): no float64 temporary
+                    draw = np.float64 if arg.dtype == np.float64 else np.float32
+                    data = rng.random(size=shape, dtype=draw)
+                    if (low, high) != (0, 1):
+                        data *= draw(high - low)
+                        data += draw(low)
+                    data = data.astype(arg.dtype, copy=False)
                 else:
                     if arg.high is None:
                         raise UserError(f"{arg.where}.high: random integers need `high` (exclusive upper bound)")
