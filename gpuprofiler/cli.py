@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -373,3 +374,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MemoryError:
         print("gpuprofiler: device error: out of host memory", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

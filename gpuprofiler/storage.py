@@ -71,7 +71,8 @@ class MeasurementLog:
 
     def append(self, record: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(json_ready({**record, **self.meta}), sort_keys=False)
+        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")  # when this record was finished
+        line = json.dumps(json_ready({**record, **self.meta, "date": stamp}), sort_keys=False)
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
             fh.flush()
