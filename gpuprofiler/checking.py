@@ -93,6 +93,7 @@ def compare(checks: list[CheckSpec], before: dict[str, Any], after: dict[str, An
         if shape is not None:
             got = after[check.got.strip()].ravel()
             size = got.size
+            # two passes over the reference (its largest value sets atol), instead of one full-size copy
             scale = max((float(np.max(np.abs(e))) for _, e in _chunks(check, before, sizes, size) if e.size), default=0.0)
             atol = check.atol if check.atol is not None else check.rtol * scale
             total, first = 0, None

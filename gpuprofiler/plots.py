@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 
-def _plt():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -17,12 +17,12 @@ def _plt():
     return plt
 
 
-def _save(fig, path: str | Path) -> Path:
+def save_figure(fig, path: str | Path) -> Path:
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    _plt().close(fig)
+    pyplot().close(fig)
     return path
 
 
@@ -31,7 +31,7 @@ def plot_latency(profile: Any, path: str | Path) -> Path | None:
     curve = profile.data.get("latency_curve")
     if not curve:
         return None
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     xs = [p["bytes"] for p in curve]
     ys = [p["latency_s"] * 1e9 for p in curve]
@@ -47,13 +47,13 @@ def plot_latency(profile: Any, path: str | Path) -> Path | None:
     dev = profile.data.get("device", {})
     ax.set_title(f"{dev.get('name')}: memory latency ({profile.data.get('created', '')[:10]})", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_extrapolation(ex: Any, records: list[dict], path: str | Path, title: str = "") -> Path:
     """Log-log: measured small-size points per major phase and in total, the fitted lines out to the targets,
     each target's prediction with its interval, and the measured target where checked."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     sweep = ex.sweep
     sizes = np.asarray(sweep.sizes, float)
@@ -89,4 +89,4 @@ def plot_extrapolation(ex: Any, records: list[dict], path: str | Path, title: st
     for h, l in zip(handles, labels):
         seen.setdefault(l, h)
     ax.legend(seen.values(), seen.keys(), fontsize=7, loc="upper left")
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -189,9 +189,9 @@ def run(backend, suite: str, outdir: Path, profile=None, models: tuple[str, ...]
 
 def predict_item(res: ItemResult, item, sweep, checks: dict, profile, models, backend) -> None:
     """Rows (kernel, size, model, predicted_s, measured_s, rel_error, interval) for every applicable model."""
-    from gpuprofiler.extrapolate import analyse
+    from gpuprofiler.extrapolate import analyse, measured_total
 
-    measured = {t: float(_median_total(s)) for t, s in checks.items()}
+    measured = {t: float(measured_total(s)[0]) for t, s in checks.items()}
     if "fractal" in models:
         ex, recs = analyse(item, sweep, list(checks), profile, checks=checks, use_extrap=False)
         res.extrapolation, res.records = ex, recs
@@ -240,12 +240,6 @@ def _pipeline(res: ItemResult, item, profile, measured: dict) -> None:
             return
         res.rows.append(_row(res.name, t, "pipeline", p["predicted_s"], m, None,
                              f"PTX pipeline simulator, {p.get('arch', '')}"))
-
-
-def _median_total(sweep) -> float:
-    from gpuprofiler.extrapolate import measured_total
-
-    return measured_total(sweep)[0]
 
 
 def _row(kernel: str, size: int, model: str, predicted: float, measured: float, interval, detail: str) -> dict:

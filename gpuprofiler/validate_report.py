@@ -30,9 +30,9 @@ def write_csv(path: Path, rows: list[dict], columns) -> Path:
 
 def plot_scatter(rows: list[dict], path: Path) -> Path:
     """Predicted against measured, log-log, with the y = x line; one colour per model."""
-    from gpuprofiler.plots import _plt, _save
+    from gpuprofiler.plots import pyplot, save_figure
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 6))
     models = list(dict.fromkeys(r["model"] for r in rows))
     for m in models:
@@ -49,14 +49,14 @@ def plot_scatter(rows: list[dict], path: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title("predicted against measured", fontsize=10)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_errors(rows: list[dict], path: Path) -> Path:
     """Histogram of signed relative errors per model (log-spaced bins of |error| would hide the sign)."""
-    from gpuprofiler.plots import _plt, _save
+    from gpuprofiler.plots import pyplot, save_figure
 
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     errs = {m: [100 * r["rel_error"] for r in rows if r["model"] == m] for m in dict.fromkeys(r["model"] for r in rows)}
     allv = np.clip([v for vs in errs.values() for v in vs], -200, 200)
@@ -66,7 +66,7 @@ def plot_errors(rows: list[dict], path: Path) -> Path:
     ax.set_xlabel("relative error (%), (predicted - measured) / measured, clipped to +-200%")
     ax.set_ylabel("cases")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: list[dict], meta: dict) -> Path:

@@ -7,19 +7,15 @@ from hypothesis import strategies as st
 
 from gpuprofiler.maxplus import symbolic as s
 from gpuprofiler.maxplus.examples import chain, fork, vadd
+from gpuprofiler.maxplus.explain import symbolic_matrix
 from gpuprofiler.maxplus.graph import collapse, height, longest
-from gpuprofiler.maxplus.models import arc_times, loop_symbols
 
 E = s.EPS
 
 
 def matrix(kernel, model):
     g = kernel.fragments[0]
-    arcs, _ = arc_times(g, model)
-    z = g.matrix(lambda a: arcs[g.arcs.index(a)], eps=E)
-    for v, sym in loop_symbols(g, model, kernel).items():
-        z[v][v] = sym
-    return g, z
+    return g, symbolic_matrix(g, kernel, model)[0]
 
 
 def test_z1_height_two_time_T_plus_t():

@@ -179,14 +179,14 @@ class Builder:
     def load(self, array: Array, index, where) -> Data:
         dtype = DTYPE.get(array.elem, "int")
         if array.space == "local":
-            key = (array.name, str(sympy.expand(index)) if not isinstance(index, Data) else id(index))
+            key = _local_key(array, index)
             src = self.local_state.get(key)
             if src is None:
                 src = self.g.add_node(f"{array.name}[{_pretty(index)}]", "input")
                 self.local_state[key] = src
             return Data(dtype, pending=(src, "local_read", {"array": array.name, "label": self.g.names[src]}))
         info = self.access_info(array, index, where)
-        key = (array.name, info.get("index", f"gather{self.g.size}"))
+        key = (array.name, info.get("index", f"gather{self.g.size}"))  # each gather is its own address
         src = self.mem_in.get(key)
         if src is None:
             src = self.g.add_node(info["label"], "input")
@@ -201,7 +201,7 @@ class Builder:
 
     def store(self, array: Array, index, value: Data, where) -> None:
         if array.space == "local":
-            key = (array.name, str(sympy.expand(index)) if not isinstance(index, Data) else id(index))
+            key = _local_key(array, index)
             dst = self.g.add_node(f"{array.name}[{_pretty(index)}]'", "output")
             self.local_state[key] = dst
             src = self.node_of(value)
@@ -209,7 +209,7 @@ class Builder:
                 self.g.add_arc(src, dst, "local_write", array=array.name)
             return
         info = self.access_info(array, index, where)
-        key = (array.name, info.get("index", f"gather{self.g.size}"))
+        key = (array.name, info.get("index", f"gather{self.g.size}"))  # each gather is its own address
         dst = self.mem_out.get(key)
         if dst is None:
             dst = self.g.add_node(info["label"] + "'", "output")
@@ -239,6 +239,11 @@ class Builder:
         self._new_fragment()
         for name, dtype in live.items():
             self.env[name] = Data(dtype, node=self.g.add_node(name, "input"))
+
+
+def _local_key(array: Array, index) -> tuple:
+    """A local-memory address: the array and its index expression (a data-dependent index is its own)."""
+    return (array.name, str(sympy.expand(index)) if not isinstance(index, Data) else id(index))
 
 
 def _pretty(expr) -> str:

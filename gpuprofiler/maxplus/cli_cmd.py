@@ -84,25 +84,20 @@ def cmd_maxplus(args) -> int:
 def _example(args) -> int:
     from gpuprofiler.maxplus import symbolic
     from gpuprofiler.maxplus.examples import EXAMPLES
-    from gpuprofiler.maxplus.explain import explain
-    from gpuprofiler.maxplus.graph import height
-    from gpuprofiler.maxplus.models import arc_times, loop_symbols
+    from gpuprofiler.maxplus.explain import explain, symbolic_matrix
+    from gpuprofiler.maxplus.models import bus_symbol
 
     kernel = EXAMPLES[args.example]()
     model = args.model if args.example == "vadd" else "naive"
-    batches = args.batches or "sequential"
     g = kernel.fragments[0]
-    arcs, _ = arc_times(g, model)
-    loops = loop_symbols(g, model, kernel)
-    z = g.matrix(lambda a: arcs[g.arcs.index(a)], lambda info: None, eps=symbolic.EPS)
-    for v, sym in loops.items():
-        z[v][v] = sym
-    k = height(g, with_loops=bool(loops))
+    z, k = symbolic_matrix(g, kernel, model)
     batch = symbolic.time(z, g.inputs, g.outputs, k)
-    total = symbolic.N / symbolic.n
-    text = symbolic.fmt(batch) if args.example != "vadd" else (
-        symbolic.fmt(symbolic.sympy.ceiling(total) * batch) if batches == "sequential" else
-        f"(ceil(N/n) - 1)*({symbolic.fmt(sum(_bus(g, model)))}) + {symbolic.fmt(batch)}")
+    if args.example != "vadd":
+        text = symbolic.fmt(batch)
+    elif (args.batches or "sequential") == "sequential":
+        text = symbolic.fmt(symbolic.sympy.ceiling(symbolic.N / symbolic.n) * batch)
+    else:
+        text = f"(ceil(N/n) - 1)*({symbolic.fmt(bus_symbol(g, model))}) + {symbolic.fmt(batch)}"
     if args.json:
         print(json.dumps({"example": args.example, "model": model, "height": k, "time": text,
                           "matrix": [[symbolic.fmt(v) for v in row] for row in z]}, indent=1))
@@ -110,9 +105,3 @@ def _example(args) -> int:
     print(explain(kernel, model))
     print(f"\ntime: {text}")
     return 0
-
-
-def _bus(g, model):
-    from gpuprofiler.maxplus.models import bus_symbol
-
-    return [bus_symbol(g, model)]

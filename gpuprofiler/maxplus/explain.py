@@ -22,6 +22,22 @@ def display_order(g: KernelGraph, with_loops: bool) -> list[int]:
     return sorted(range(g.size), key=lambda v: (-level[v], v))
 
 
+def symbolic_matrix(g: KernelGraph, kernel: Kernel, model: str,
+                    order: list[int] | None = None) -> tuple[list[list[object]], int]:
+    """The fragment's kernel matrix under ``model`` with its nodes in ``order`` (default: as created),
+    operation times on the diagonal, parallel arcs combined with max; and its height k."""
+    arcs, _ = arc_times(g, model)
+    loops = loop_symbols(g, model, kernel)
+    pos = {v: i for i, v in enumerate(order if order is not None else range(g.size))}
+    z = [[symbolic.EPS] * g.size for _ in range(g.size)]
+    for i, a in enumerate(g.arcs):
+        cur = z[pos[a.dst]][pos[a.src]]
+        z[pos[a.dst]][pos[a.src]] = arcs[i] if cur == symbolic.EPS else sympy.Max(cur, arcs[i])
+    for v, sym in loops.items():
+        z[pos[v]][pos[v]] = sym
+    return z, height(g, with_loops=bool(loops))
+
+
 def explain(kernel: Kernel, model: str) -> str:
     lines = [f"kernel {kernel.name}: {len(kernel.fragments)} fragment(s), model {model}"]
     for f, g in enumerate(kernel.fragments):
@@ -41,15 +57,9 @@ def explain(kernel: Kernel, model: str) -> str:
         for v, sym in loops.items():
             lines.append(f"  loop {pos[v] + 1}  {g.loops[v]['op']} ({g.loops[v].get('dtype', 'float')}): {sym}")
         if g.size <= MATRIX_NODES:
-            z = [[symbolic.EPS] * g.size for _ in range(g.size)]
-            for i, a in enumerate(g.arcs):
-                cur = z[pos[a.dst]][pos[a.src]]
-                z[pos[a.dst]][pos[a.src]] = arcs[i] if cur == symbolic.EPS else sympy.Max(cur, arcs[i])
-            for v, sym in loops.items():
-                z[pos[v]][pos[v]] = sym
+            z, k = symbolic_matrix(g, kernel, model, order)
             lines.append("  matrix Z (z_ij: arc from node j to node i; . = epsilon):")
             lines.extend("  " + row for row in symbolic.show_matrix(z).splitlines())
-            k = height(g, with_loops=bool(loops))
             exact = symbolic.time(z, [pos[v] for v in g.inputs], [pos[v] for v in g.outputs], k)
             lines.append(f"  <1_o, Z^{k} (.) 1_i> = {symbolic.fmt(exact)}")
     return "\n".join(lines)

@@ -7,13 +7,13 @@ Barriers split a kernel into :class:`Fragment` graphs that run one after another
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from gpuprofiler.maxplus.algebra import EPS, SparseMaxPlus
+from gpuprofiler.maxplus.algebra import EPS
 
 
 @dataclass
@@ -59,23 +59,6 @@ class KernelGraph:
 
     def add_loop(self, node: int, **info: Any) -> None:
         self.loops[node] = {"kind": "op", **info}
-
-    def sparse(self, arc_weight: Callable[[Arc], float]) -> SparseMaxPlus:
-        """The kernel matrix without its loops, arcs weighted by ``arc_weight``."""
-        return SparseMaxPlus.from_arcs(self.size, [a.dst for a in self.arcs], [a.src for a in self.arcs],
-                                       [arc_weight(a) for a in self.arcs])
-
-    def matrix(self, arc_weight: Callable[[Arc], Any], loop_weight: Callable[[dict], Any] | None = None,
-               eps: Any = EPS) -> list[list[Any]]:
-        """The kernel matrix as nested lists (any weight type: numbers or symbols); loops on the diagonal."""
-        z = [[eps] * self.size for _ in range(self.size)]
-        for a in self.arcs:
-            w = arc_weight(a)
-            z[a.dst][a.src] = w if z[a.dst][a.src] is eps else _bigger(z[a.dst][a.src], w)
-        if loop_weight is not None:
-            for node, info in self.loops.items():
-                z[node][node] = loop_weight(info)
-        return z
 
 
 def _bigger(a, b):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ from gpuprofiler.maxplus.graph import (
     height,
     levels,
 )
-from gpuprofiler.maxplus.symbolic import N, T, dT, dt, fmt, n, t, tau
+from gpuprofiler.maxplus.symbolic import N, T, dT, dt, fmt, n, t
 
 MODELS = ("naive", "ops", "serial", "cache")
 SYMBOLIC_ARCS = 400  # larger graphs get numbers only: sympy's Max over thousands of paths is slow
@@ -128,9 +129,10 @@ def parameters(profile, kernel: Kernel | None = None, n_override: int | None = N
         n_val, how = concurrency(profile)
     src["n"] = how
     if kernel is not None:
+        op_name = op_names(kernel)
         for g in kernel.fragments:
             for info in g.loops.values():
-                name = op_symbol_name(info, kernel)
+                name = op_name(info)
                 if name in vals:
                     continue
                 keys = OP_KEYS.get((op_class(info["op"]), info.get("dtype", "float")), ())
@@ -162,26 +164,31 @@ def _instruction(profile, key: str, what: str = "latency_s") -> float | None:
     return None
 
 
-def op_symbol_name(info: dict, kernel: Kernel) -> str:
-    """``tau`` when the kernel has one kind of operation, else ``tau_<op>`` (``tau_mul``, ``tau_dadd``)."""
+def op_names(kernel: Kernel) -> Callable[[dict], str]:
+    """Names of the operations' latency symbols: ``tau`` when the kernel has one kind of operation, else
+    ``tau_<op>`` (``tau_mul``, ``tau_dadd``). The kinds are collected once per kernel."""
     kinds = {(op_class(i["op"]), i.get("dtype", "float")) for g in kernel.fragments for i in g.loops.values()}
-    if len(kinds) <= 1:
-        return "tau"
-    prefix = {"float": "", "double": "d", "int": "i"}[info.get("dtype", "float")]
-    return f"tau_{prefix}{op_class(info['op'])}"
+
+    def name(info: dict) -> str:
+        if len(kinds) <= 1:
+            return "tau"
+        prefix = {"float": "", "double": "d", "int": "i"}[info.get("dtype", "float")]
+        return f"tau_{prefix}{op_class(info['op'])}"
+
+    return name
 
 
 # ---- symbolic arc times -------------------------------------------------------------------------
 
-def _step_symbol(kind: str, info: dict) -> tuple[sympy.Symbol, str]:
+def _step_symbol(kind: str, info: dict) -> sympy.Symbol:
     """The serialization step of one access: dt (unit stride), dt_line (strided) or dt_gather."""
     base = "dt" if kind == "read" else "dT"
     pattern = info.get("pattern", "unit")
     if pattern in ("unit", "uniform"):
-        return (dt if base == "dt" else dT), pattern
+        return dt if base == "dt" else dT
     if pattern == "strided":
-        return sympy.Symbol(f"{base}_line", positive=True), pattern
-    return sympy.Symbol(f"{base}_gather", positive=True), pattern
+        return sympy.Symbol(f"{base}_line", positive=True)
+    return sympy.Symbol(f"{base}_gather", positive=True)
 
 
 def _counted(counts: Counter):
@@ -207,7 +214,7 @@ def arc_times(g: KernelGraph, model: str, ev: Evaluator | None = None) -> tuple[
     val: dict[int, float] = {}
     if model in ("serial", "cache"):
         for ids, base in ((reads, t), (writes, T)):
-            steps = [_step_symbol(g.arcs[i].kind, g.arcs[i].info)[0] for i in ids]
+            steps = [_step_symbol(g.arcs[i].kind, g.arcs[i].info) for i in ids]
             total = _counted(Counter(steps))
             before: Counter = Counter()
             for j, i in enumerate(ids):  # prefix sums kept as counts per step symbol: O(arcs), not O(arcs^2)
@@ -239,15 +246,16 @@ def arc_times(g: KernelGraph, model: str, ev: Evaluator | None = None) -> tuple[
 
 
 def loop_symbols(g: KernelGraph, model: str, kernel: Kernel) -> dict[int, Any]:
+    """Each operation node's latency symbol (none in the naive model, which counts data moves only)."""
     if model == "naive":
         return {}
-    return {node: sympy.Symbol(op_symbol_name(info, kernel), positive=True) if op_symbol_name(info, kernel) != "tau"
-            else tau for node, info in g.loops.items()}
+    op_name = op_names(kernel)
+    return {node: sympy.Symbol(op_name(info), positive=True) for node, info in g.loops.items()}
 
 
 def bus_symbol(g: KernelGraph, model: str) -> Any:
     """Time one batch of n work-items holds the serialized memory: n * (sum of its steps)."""
-    return n * sum((_step_symbol(a.kind, a.info)[0] for a in g.arcs if _on_bus(a, model)), sympy.S.Zero)
+    return n * sum((_step_symbol(a.kind, a.info) for a in g.arcs if _on_bus(a, model)), sympy.S.Zero)
 
 
 # ---- numbers -----------------------------------------------------------------------------------
@@ -261,7 +269,7 @@ class Evaluator:
 
     def step(self, arc: Arc) -> float:
         """The serialization step of one access, in seconds."""
-        return self._step(_step_symbol(arc.kind, arc.info)[0], arc.info.get("elem_bytes", 4), arc.info.get("stride", 1))
+        return self._step(_step_symbol(arc.kind, arc.info), arc.info.get("elem_bytes", 4), arc.info.get("stride", 1))
 
     def _step(self, sym: sympy.Symbol, elem_bytes: float, stride: float) -> float:
         name = str(sym)
