@@ -62,9 +62,10 @@ def cmd_devices(args) -> int:
 
 
 def _policy(args):
-    from gpuprofiler.timing import TimingPolicy
+    from gpuprofiler.timing import SWEEP_WARMUP_S, TimingPolicy
 
-    return TimingPolicy(warmup=args.warmup, min_samples=args.min_samples, budget_s=args.budget, rel_ci=args.rel_ci)
+    return TimingPolicy(warmup=args.warmup, warmup_s=SWEEP_WARMUP_S, min_samples=args.min_samples, budget_s=args.budget,
+                        rel_ci=args.rel_ci)
 
 
 def _print_table(records: list[dict]) -> None:

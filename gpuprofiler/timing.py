@@ -14,11 +14,16 @@ from typing import Any, Callable, Sequence
 from gpuprofiler.stats import Summary, summarize
 
 
+# Warm-up time for a measurement that opens a sweep or a run, after which the device may have idled.
+SWEEP_WARMUP_S = 0.1
+
+
 @dataclass
 class TimingPolicy:
     """When to stop sampling. Defaults follow the issue: >= 5 samples, 95% interval within 2%."""
 
     warmup: int = 2
+    warmup_s: float = 0.0  # and at least this long: a GPU idling at a low clock needs a while to reach boost
     min_samples: int = 5
     max_samples: int = 2000
     rel_ci: float = 0.02
@@ -52,11 +57,14 @@ class Timing:
 def sample(run_once: Callable[[], float], policy: TimingPolicy | None = None) -> Timing:
     """Time ``run_once`` (which returns the device seconds of one run and waits for it to finish).
 
-    The first ``policy.warmup`` runs are kept apart: they include compilation/JIT.
+    The first ``policy.warmup`` runs, and more until ``policy.warmup_s`` has passed, are kept apart: they
+    include compilation/JIT and the device's climb from an idle clock.
     """
     policy = policy or TimingPolicy()
     timing = Timing(policy=policy)
-    for _ in range(policy.warmup):
+    warm_start = time.perf_counter()
+    while policy.warmup and len(timing.warmup_s) < policy.max_samples and (
+            len(timing.warmup_s) < policy.warmup or time.perf_counter() - warm_start < policy.warmup_s):
         timing.warmup_s.append(run_once())
     start = time.perf_counter()
     while True:

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.timing import TimingPolicy
+from gpuprofiler.timing import SWEEP_WARMUP_S, TimingPolicy
 
 MODELS = ("fractal", "maxplus", "pipeline")
-QUICK_POLICY = TimingPolicy(warmup=1, min_samples=5, budget_s=0.25)
-FULL_POLICY = TimingPolicy(warmup=2, min_samples=5, budget_s=1.0)
+QUICK_POLICY = TimingPolicy(warmup=1, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=0.25)
+FULL_POLICY = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=1.0)
 
 
 def suite_paths(suite: str) -> list[Path]:

@@ -32,7 +32,7 @@ from gpuprofiler.plots import plot_extrapolation  # noqa: E402
 from gpuprofiler.profile import load_profile  # noqa: E402
 from gpuprofiler.storage import MeasurementLog, json_ready, read_records  # noqa: E402
 from gpuprofiler.sweep import from_records, load_target, run_sweep  # noqa: E402
-from gpuprofiler.timing import TimingPolicy  # noqa: E402
+from gpuprofiler.timing import SWEEP_WARMUP_S, TimingPolicy  # noqa: E402
 
 def item_name(item) -> str:
     return item.name
@@ -52,12 +52,16 @@ def main() -> int:
                                        "of measuring again: same sweeps, models refitted")
     args = ap.parse_args()
     profile = load_profile(args.profile) if args.profile else None
-    backend = open_backend(args.device)
-    out = Path(args.out) if args.out else Path("results") / backend.info.slug / "extrapolation"
-    out.mkdir(parents=True, exist_ok=True)
     stored = read_records(Path(args.from_log)) if args.from_log else None
+    if stored is None:
+        backend = open_backend(args.device)
+        device = {"name": backend.info.name, "id": backend.info.id, "slug": backend.info.slug}
+    else:  # refitting: the device is the one that measured, and none is opened
+        backend, device = None, stored[0]["device"]
+    out = Path(args.out) if args.out else Path("results") / device["slug"] / "extrapolation"
+    out.mkdir(parents=True, exist_ok=True)
     log = MeasurementLog(out / "measurements.jsonl", backend.info) if stored is None else None
-    policy = TimingPolicy(warmup=2, min_samples=5, budget_s=args.budget)
+    policy = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=args.budget)
     items = builtin_specs() + builtin_apps()
     if args.only:
         keep = set(args.only.split(","))
@@ -76,7 +80,8 @@ def main() -> int:
             checks = {t: from_records([r for r in stored if r["kernel"] == item_name(item) and r["size"] == t])
                       for t in targets}
         else:
-            checks = {t: run_sweep(backend, item, [t], TimingPolicy(warmup=1, min_samples=5, budget_s=args.budget),
+            checks = {t: run_sweep(backend, item, [t], TimingPolicy(warmup=1, warmup_s=SWEEP_WARMUP_S, min_samples=5,
+                                                                     budget_s=args.budget),
                                    on_record=log.append) for t in targets}
         ex, recs = analyse(item, sweep, targets, profile, checks=checks,
                            say=lambda m: print(f"   {m}", file=sys.stderr))
@@ -97,7 +102,7 @@ def main() -> int:
         w.writeheader()
         w.writerows(rows)
     (out / "predictions.json").write_text(json.dumps(json_ready(everything), indent=1))
-    lines = [f"# Fractal extrapolation on {backend.info.name} ({backend.info.id})", "",
+    lines = [f"# Fractal extrapolation on {device['name']} ({device['id']})", "",
              f"gpuprofiler {__version__}, {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, host "
              f"{platform.node()}, {time.time() - started:.0f} s. Command: `python {' '.join(sys.argv)}`", "",
              *([f"Measurements reused from `{args.from_log}`, taken {min(r['date'] for r in stored)} .. "

@@ -194,3 +194,18 @@ def test_nvcc_failure_is_a_user_error(tmp_path):
     bad.write_text('extern "C" __global__ void k(int n) { this is not C++; }\n')
     with pytest.raises(UserError, match="nvcc --ptx failed"):
         load_ptx(bad, "sm_90", {})
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_cuda_hold_kernel_compiles_and_reads_the_global_timer(tmp_path):
+    """The CUDA backend's hold kernel (queued before each timed launch) builds for Hopper and spins on
+    %globaltimer, so it keeps the GPU busy for wall time, whatever the clock."""
+    import subprocess
+
+    from gpuprofiler.backends.cuda_hold import HOLD_SOURCE
+
+    src = tmp_path / "hold.cu"
+    src.write_text(HOLD_SOURCE)
+    subprocess.run(["nvcc", "--ptx", "-arch=sm_90", "-o", str(tmp_path / "hold.ptx"), str(src)], check=True)
+    ptx = (tmp_path / "hold.ptx").read_text()
+    assert ".entry gpuprofiler_hold" in ptx and ptx.count("%globaltimer") == 2

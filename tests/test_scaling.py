@@ -158,3 +158,26 @@ def test_chosen_whole_run_models_the_minor_phases_as_one_series():
     assert ex.rest and "rest_s" in rec
     assert rec["predicted_s"] == pytest.approx(truth, rel=0.02)
     assert rec["interval_s"][0] <= rec["predicted_s"] <= rec["interval_s"][1]
+
+
+def test_model_differences_within_the_repeat_spread_go_to_the_simplest_law():
+    """Laws whose leave-one-out scores differ by less than the repeats' own spread cannot be told apart: the
+    simplest (the declared work law) is kept. Without that margin, state noise (each size's repeats share one
+    offset, as on a shared machine) hands several of these sweeps to a fractal or overhead law."""
+    sizes = np.array([1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6])
+    truth = 1e-4 + 2e-9 * sizes
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        samples = [t * (1 + rng.normal(0, 0.08)) * (1 + rng.normal(0, 0.15, 40)) for t in truth]
+        model, _ = choose(sizes, samples, work=lambda n: n)
+        assert model.name == "work", seed
+
+
+@given(st.floats(0.0, 0.5), st.integers(4, 50))
+@settings(max_examples=40, deadline=None)
+def test_repeat_spread_is_the_median_relative_iqr(rel, k):
+    from gpuprofiler.models.scaling import repeat_spread
+
+    base = np.linspace(1 - rel, 1 + rel, k)
+    spread = float(np.subtract(*np.percentile(base, [75, 25])))
+    assert repeat_spread([base * 3.0, base * 5.0, [1.0, 2.0]]) == pytest.approx(spread, abs=1e-12)

@@ -43,3 +43,20 @@ def test_engine_stops_on_budget_with_at_least_min_samples():
     rng = np.random.default_rng(0)
     timing = sample(lambda: float(rng.lognormal(0, 1)), TimingPolicy(warmup=0, budget_s=0.0, min_samples=5))
     assert timing.stop_reason == "budget" and len(timing.device_s) == 5
+
+
+def test_warm_up_lasts_at_least_its_time():
+    """Warm-up runs go on until both the count and the time are reached; none of them is a sample."""
+    import time
+
+    calls = []
+
+    def once():
+        calls.append(time.perf_counter())
+        time.sleep(0.005)
+        return 1.0
+
+    timing = sample(once, TimingPolicy(warmup=1, warmup_s=0.2, min_samples=5, budget_s=10))
+    assert 2 <= len(timing.warmup_s) <= 41  # each run sleeps >= 5 ms
+    assert calls[len(timing.warmup_s)] - calls[0] >= 0.2  # the first sample starts after the warm-up time
+    assert len(timing.device_s) >= 5

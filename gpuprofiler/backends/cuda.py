@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
+import time
 from typing import Any, Sequence
 
 import numpy as np
 
 from gpuprofiler.backends.base import Backend, Buffer, DeviceInfo, Event, Kernel
+from gpuprofiler.backends.cuda_hold import HOLD_SOURCE
 from gpuprofiler.errors import DeviceError, UserError
 
 try:
@@ -14,6 +17,9 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the machine
     raise UserError("the CUDA backend needs pycuda: pip install 'gpuprofiler[cuda]' "
                     f"on a machine with the CUDA toolkit (CUDA_ROOT set) ({exc})") from None
+
+
+MAX_HOLD_S = 0.01
 
 
 def _init() -> bool:
@@ -97,6 +103,10 @@ class CUDABackend(Backend):
         self.context.push()
         self.info = describe(index, self.device)
         self._modules: dict[tuple, Any] = {}
+        self._hold_kernel = None
+        self.hold_s = 50e-6
+        # pycuda aborts the interpreter if a context is still pushed when it unloads
+        atexit.register(self.close)
 
     def _timed(self, action) -> CUDAEvent:
         start, end = cuda.Event(), cuda.Event()
@@ -107,7 +117,7 @@ class CUDABackend(Backend):
 
     def compile(self, source: str, kernel_name: str, defines: dict[str, Any] | None = None,
                 options: Sequence[str] = ()) -> CUDAKernel:
-        from pycuda.compiler import CompileError, SourceModule
+        from pycuda.compiler import SourceModule
 
         opts = [f"-D{k}={v}" for k, v in (defines or {}).items()] + list(options)
         key = (source, tuple(opts))
@@ -115,8 +125,10 @@ class CUDABackend(Backend):
         if module is None:
             try:
                 module = SourceModule(source, options=opts, no_extern_c=True)
-            except CompileError as exc:
+            except cuda.CompileError as exc:
                 raise UserError(f"CUDA compile error:\n{(exc.stderr or str(exc)).strip()}") from None
+            except cuda.Error as exc:
+                raise _translate(exc, f"loading the module of {kernel_name}") from None
             self._modules[key] = module
         try:
             function = module.get_function(kernel_name)
@@ -145,17 +157,33 @@ class CUDABackend(Backend):
         except cuda.Error as exc:
             raise _translate(exc, "device-to-host copy") from None
 
+    def _hold(self) -> float:
+        """Queue a kernel that keeps the GPU busy for ``self.hold_s``; returns when it was queued."""
+        if self._hold_kernel is None:
+            self._hold_kernel = self.compile(HOLD_SOURCE, "gpuprofiler_hold").function
+        queued = time.perf_counter()
+        self._hold_kernel(np.uint64(self.hold_s * 1e9), block=(1, 1, 1), grid=(1, 1, 1))
+        return queued
+
     def launch(self, kernel: CUDAKernel, global_size: Sequence[int], local_size: Sequence[int] | None,
                args: Sequence[Any]) -> CUDAEvent:
+        """Launch between two events. A hold kernel queued first keeps the GPU busy while Python packs the
+        arguments, so the start event fires when the GPU reaches the kernel, not when the host got there:
+        otherwise the events time pycuda's host-side launch cost (tens of microseconds) as if it were
+        the kernel's. Where the host took longer than the hold, the hold doubles for the next launch."""
         local = tuple(int(x) for x in (local_size or [min(256, int(global_size[0]))]))
         dims = len(global_size)
         block = local + (1,) * (3 - len(local))
         grid = tuple(-(-int(g) // int(l)) for g, l in zip(global_size, local)) + (1,) * (3 - dims)
         native = [a.allocation if isinstance(a, CUDABuffer) else a for a in args]
         try:
-            return self._timed(lambda: kernel.function(*native, block=block, grid=grid[:3]))
+            queued = self._hold()
+            event = self._timed(lambda: kernel.function(*native, block=block, grid=grid[:3]))
         except cuda.Error as exc:
             raise _translate(exc, f"launching {kernel.name}") from None
+        if time.perf_counter() - queued > self.hold_s and self.hold_s < MAX_HOLD_S:
+            self.hold_s *= 2
+        return event
 
     def pinned_empty(self, nbytes: int) -> np.ndarray:
         """Page-locked host memory (cudaHostAlloc)."""
@@ -168,8 +196,12 @@ class CUDABackend(Backend):
             raise _translate(exc, "synchronizing") from None
 
     def close(self) -> None:
+        if self.context is None:
+            return
+        context, self.context = self.context, None
+        atexit.unregister(self.close)
         try:
-            self.context.pop()
-            self.context.detach()
+            context.pop()
+            context.detach()
         except Exception:  # noqa: BLE001 - closing a context that is already gone
             pass

@@ -274,6 +274,12 @@ def loo_errors(model_factory, sizes: np.ndarray, samples: list) -> list[float]:
     return errors
 
 
+def repeat_spread(samples: Sequence[Sequence[float]]) -> float:
+    """Typical relative spread of the repeats at one size: the median over sizes of IQR / median."""
+    spreads = [float(np.subtract(*np.percentile(v, [75, 25])) / np.median(v)) for v in samples if len(v) >= 4]
+    return float(np.median(spreads)) if spreads else 0.0
+
+
 def loo_score(errors: list[float]) -> tuple[float, float]:
     """Score and standard error of leave-one-out errors. The largest size -- the only one predicted by
     extrapolation, which is the model's job -- weighs as much as all the others together."""
@@ -322,8 +328,9 @@ def choose(sizes, samples, c0: float | None = None, working_set=None,
     if not math.isfinite(scores[best]):
         return Fractal().fit(sizes, samples), scores
     # one-standard-error rule: among models within one SE of the best, the simplest; noise in the small
-    # sizes otherwise decides between laws that differ wildly 8x further out
-    limit = scores[best] + ses[best] + 1e-9  # 1e-9: rounding of exact fits
+    # sizes otherwise decides between laws that differ wildly 8x further out. Differences smaller than the
+    # repeats' own spread cannot be resolved either, so that spread widens the margin.
+    limit = scores[best] + max(ses[best], repeat_spread(samples)) + 1e-9  # 1e-9: rounding of exact fits
     chosen = next(n for n in SIMPLICITY if n in scores and scores[n] <= limit)
     return options[chosen]().fit(sizes, samples), scores
 
