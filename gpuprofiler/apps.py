@@ -91,7 +91,7 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
         if progress:
             progress(f"{app.name}: size {size}: running")
         timing = sample(once, policy)
-        timed = runs[policy.warmup:]
+        timed = runs[len(timing.warmup_s):]
         totals = np.array(timing.device_s)
         names = sorted({name for run in timed for name in run},
                        key=lambda name: -np.median([run.get(name, {"total_s": 0.0})["total_s"] for run in timed]))
@@ -99,6 +99,7 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
             per_run = [run.get(name, {"total_s": 0.0, "calls": 0})["total_s"] for run in timed]
             calls = [run.get(name, {"calls": 0})["calls"] for run in timed]
             info = next(run[name] for run in timed if name in run)
+            works = {run[name]["work"] for run in timed if name in run}
             s = summarize(per_run, policy.confidence)
             rec = {
                 "kind": "app", "kernel": app.name, "phase": name, "phase_kind": info["kind"],
@@ -106,6 +107,8 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
                 "median_s": s.median, "ci_low_s": s.ci_low, "ci_high_s": s.ci_high, "ci_coverage": s.ci_coverage,
                 "min_s": s.minimum, "iqr_s": s.iqr, "cv": s.cv, "samples": s.n,
                 "calls": int(np.median(calls)), "mean_call_s": s.median / max(1, int(np.median(calls))),
+                # what the phase moved or launched per run, counted by the wrapper (None: mixed or not known)
+                "work": works.pop() if len(works) == 1 else None, "work_unit": info["work_unit"],
                 "share": float(np.median(np.array(per_run) / totals)),
                 "run_median_s": float(np.median(totals)), "run_host_median_s": timing.host.median,
                 "stop_reason": timing.stop_reason,

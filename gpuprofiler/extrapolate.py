@@ -11,12 +11,13 @@ target that crosses a regime boundary the small sizes do not is warned about.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from gpuprofiler.models.scaling import Fractal, Polynomial, candidates, choose
+from gpuprofiler.models.scaling import Fractal, Polynomial, candidates, choose, rival_bounds
 from gpuprofiler.sweep import Sweep
 
 MIN_POINTS = 4
@@ -84,6 +85,9 @@ class Extrapolation:
             model = fit.model if which == "chosen" else fit.fractal
             pred = model.predict(target)
             frac = fit.fractal.predict(target)
+            if which == "chosen":  # laws the data could not tell apart widen the interval
+                lo, hi = rival_bounds(model, target)
+                pred = replace(pred, low=min(pred.low, lo), high=max(pred.high, hi))
             phase_out.append({"name": p, "model": pred.model, "m": frac.params["m"], "d": frac.params["d"],
                               "r2": frac.params["r2"], "predicted_s": pred.value,
                               "interval_s": [pred.low, pred.high], "params": pred.params,
@@ -95,6 +99,8 @@ class Extrapolation:
             # beyond the paper: the minor phases' time is a series of its own, fitted and chosen like a phase,
             # instead of dividing by extrapolated shares (a power law on a slowly drifting share amplifies noise)
             rest = self.rest_fit.predict(target)
+            lo, hi = rival_bounds(self.rest_fit, target)
+            rest = replace(rest, low=min(rest.low, lo), high=max(rest.high, hi))
             fsum = t_sum / (t_sum + rest.value)
             for ph in phase_out:
                 ph["share"] = ph["predicted_s"] / (t_sum + rest.value)
@@ -135,6 +141,19 @@ class Extrapolation:
         return out
 
 
+def counted_work_law(sizes: list[int], counts: list[float | None] | None, tolerance: float = 1e-3):
+    """W(n) = a * n^p through a phase's counted work (bytes copied, work-items launched) at the small sizes, when
+    every size has a count and the law holds to ``tolerance`` (relative) at each: counts are exact, so a law
+    that does not fit them (iterations that depend on the data, say) is not one to extrapolate. Else None."""
+    if not counts or len(counts) < 3 or any(c is None or c <= 0 for c in counts):
+        return None
+    x, y = np.log(np.asarray(sizes, float)), np.log(np.asarray(counts, float))
+    p, b = np.polyfit(x, y, 1)
+    if np.max(np.abs(np.expm1(y - (b + p * x)))) > tolerance or p < 0.1:  # constant work: no law of the size
+        return None
+    return lambda n: math.exp(b) * float(n) ** p
+
+
 def extrapolate(sweep: Sweep, coverage: float = 0.7, c0: float | None = None, tolerance: float = 0.05,
                 working_set=None, profile=None, work=None) -> Extrapolation:
     """Choose phases and sizes, fit every major phase (model by leave-one-out). With a profile that has a
@@ -147,8 +166,10 @@ def extrapolate(sweep: Sweep, coverage: float = 0.7, c0: float | None = None, to
     ex = Extrapolation(sweep, used, phases, rest=len(phases) < len(sweep.phases))
     for p in phases:
         samples = [np.maximum(v, 1e-12) for v in sub.phases[p]]
-        # the declared work count describes a single-kernel spec, not each phase of a program
-        model, scores = choose(sub.sizes, samples, c0, working_set, curve, work if len(sweep.phases) == 1 else None)
+        # the declared work count describes a single-kernel spec; a program's phases have the work the run
+        # wrapper counted, where it follows an exact law of the size
+        phase_work = work if len(sweep.phases) == 1 else counted_work_law(sub.sizes, sub.work.get(p))
+        model, scores = choose(sub.sizes, samples, c0, working_set, curve, phase_work)
         ex.fits[p] = PhaseFit(p, model, Fractal().fit(sub.sizes, samples), scores)
     if ex.rest:
         rest = [np.maximum(tot - sum(sub.phases[p][i] for p in phases), 1e-12)

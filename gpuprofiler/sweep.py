@@ -27,6 +27,8 @@ class Sweep:
     phases: dict[str, list[np.ndarray]]
     totals: list[np.ndarray]
     records: list[dict] = field(default_factory=list)
+    # per phase and size, the work the run wrapper counted (bytes copied, work-items launched); None: unknown
+    work: dict[str, list[float | None]] = field(default_factory=dict)
 
     def shares(self) -> dict[str, np.ndarray]:
         """Each phase's median share of the run's device time, per size."""
@@ -38,7 +40,8 @@ class Sweep:
     def subset(self, keep: list[int]) -> "Sweep":
         return Sweep(self.name, self.kind, [self.sizes[i] for i in keep],
                      {p: [v[i] for i in keep] for p, v in self.phases.items()}, [self.totals[i] for i in keep],
-                     [r for r in self.records if r["size"] in {self.sizes[i] for i in keep}])
+                     [r for r in self.records if r["size"] in {self.sizes[i] for i in keep}],
+                     {p: [v[i] for i in keep] for p, v in self.work.items()})
 
 
 def from_records(records: list[dict]) -> Sweep:
@@ -50,14 +53,18 @@ def from_records(records: list[dict]) -> Sweep:
     kind = records[0].get("kind", "kernel")
     phases: dict[str, list[np.ndarray]] = {n: [] for n in names}
     totals = []
+    work: dict[str, list[float | None]] = {n: [] for n in names}
     for size in sizes:
         at = {r["phase"]: np.asarray(r["samples_s"], float) for r in records if int(r["size"]) == size}
+        counted = {r["phase"]: r.get("work") for r in records if int(r["size"]) == size}
+        for n in names:
+            work[n].append(counted.get(n))
         runs = max(len(v) for v in at.values())
         for n in names:
             v = at.get(n, np.zeros(runs))
             phases[n].append(v if len(v) == runs else np.resize(v, runs))
         totals.append(np.sum([phases[n][-1] for n in names], axis=0))
-    return Sweep(records[0]["kernel"], kind, sizes, phases, totals, list(records))
+    return Sweep(records[0]["kernel"], kind, sizes, phases, totals, list(records), work)
 
 
 def load_target(path: Path) -> KernelSpec | App:

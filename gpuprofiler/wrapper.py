@@ -11,6 +11,7 @@ spans several kernels, like an NVTX range.
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,9 @@ from gpuprofiler.checking import poison
 
 HTOD = "memcpy HtoD"
 DTOH = "memcpy DtoH"
+
+
+WORK_UNITS = {"copy": "bytes", "kernel": "work-items"}
 
 
 @dataclass
@@ -50,14 +54,23 @@ class Recorder:
         self.operations.append(Operation(name, phase, kind, event, **extra))
 
     def phase_times(self) -> dict[str, dict[str, Any]]:
-        """Per phase: calls, total device seconds, kind; valid after the queue is finished."""
+        """Per phase: calls, total device seconds, kind, and its work: bytes copied for copies, work-items
+        launched for kernels (None where a phase mixes the two or holds an operation of unknown size);
+        valid after the queue is finished."""
         phases: dict[str, dict[str, Any]] = {}
         for op in self.operations:
-            p = phases.setdefault(op.phase, {"calls": 0, "total_s": 0.0, "kind": op.kind, "kernels": []})
+            p = phases.setdefault(op.phase, {"calls": 0, "total_s": 0.0, "kind": op.kind, "kernels": [],
+                                             "work": 0, "work_unit": WORK_UNITS.get(op.kind)})
             p["calls"] += 1
             p["total_s"] += op.event.seconds()
             if op.name not in p["kernels"]:
                 p["kernels"].append(op.name)
+            work = op.nbytes if op.kind == "copy" else math.prod(op.global_size) if op.global_size else 0
+            if p["work"] is None or p["work_unit"] is None or WORK_UNITS.get(op.kind) != p["work_unit"] \
+                    or work <= 0:
+                p["work"], p["work_unit"] = None, None
+            else:
+                p["work"] += int(work)
         return phases
 
 

@@ -24,6 +24,8 @@ def test_jacobi_runs_and_checks(pocl, quick_policy):
     records = measure_app(pocl, load_app(resolve("jacobi")), [4096], quick_policy)
     assert {r["phase"] for r in records} >= {"jacobi_step", "diff_partial"}
     assert all(r["checked"] for r in records)
+    copies = {r["phase"]: r for r in records if r["phase_kind"] == "copy"}
+    assert copies and all(r["work"] > 0 and r["work_unit"] == "bytes" and r["work"] % 4 == 0 for r in copies.values())
 
 
 def test_regions_and_raw_events(pocl, tmp_path):
@@ -37,6 +39,16 @@ def test_regions_and_raw_events(pocl, tmp_path):
     ctx.finish()
     phases = ctx.recorder.phase_times()
     assert phases["solve"]["calls"] == 2 and phases["k"]["calls"] == 1 and phases["memcpy HtoD"]["calls"] == 1
+    # the work each phase did: work-items launched, bytes copied; a region mixing both has none
+    assert phases["solve"]["work"] == 128 and phases["k"]["work"] == 64 and phases["memcpy HtoD"]["work"] == 256
+    assert phases["solve"]["work_unit"] == "work-items" and phases["memcpy HtoD"]["work_unit"] == "bytes"
+    with ctx.region("mixed"):
+        ctx.to_device(np.zeros(8, np.float32), buf)
+        ctx.launch(kernel, (64,), (64,), buf)
+    ctx.record("raw", ctx.launch(kernel, (64,), (64,), buf))
+    ctx.finish()
+    phases = ctx.recorder.phase_times()
+    assert phases["mixed"]["work"] is None and phases["raw"]["work"] is None
 
 
 def test_wrapper_overhead_is_small(pocl):

@@ -181,3 +181,39 @@ def test_repeat_spread_is_the_median_relative_iqr(rel, k):
     base = np.linspace(1 - rel, 1 + rel, k)
     spread = float(np.subtract(*np.percentile(base, [75, 25])))
     assert repeat_spread([base * 3.0, base * 5.0, [1.0, 2.0]]) == pytest.approx(spread, abs=1e-12)
+
+
+@given(st.floats(0.5, 3.0), st.floats(-3.0, 3.0), st.lists(st.integers(10, 10**7), min_size=3, max_size=7, unique=True))
+@settings(max_examples=60, deadline=None)
+def test_counted_work_law_is_recovered_and_extrapolated(p, ln_a, sizes):
+    from gpuprofiler.extrapolate import counted_work_law
+
+    sizes = sorted(sizes)
+    counts = [math.exp(ln_a) * n**p for n in sizes]
+    law = counted_work_law(sizes, counts)
+    assert law is not None
+    assert law(8 * sizes[-1]) == pytest.approx(math.exp(ln_a) * (8 * sizes[-1]) ** p, rel=1e-6)
+
+
+def test_counted_work_law_refuses_what_is_no_law():
+    from gpuprofiler.extrapolate import counted_work_law
+
+    sizes = [1000, 2000, 4000, 8000]
+    assert counted_work_law(sizes, [4 * n for n in sizes[:3]] + [None]) is None  # a size without a count
+    assert counted_work_law(sizes[:2], [4000, 8000]) is None  # too few sizes
+    assert counted_work_law(sizes, [4 * n + (n == 4000) * 900 for n in sizes]) is None  # data-dependent
+    assert counted_work_law(sizes, [10, 10, 10, 10]) is None  # constant work: no law of the size
+
+
+def test_rival_laws_widen_the_interval_to_their_predictions():
+    """Laws inside the choice margin are kept as rivals, and their predictions bound the interval."""
+    from gpuprofiler.models.scaling import rival_bounds
+
+    rng = np.random.default_rng(0)
+    sizes = np.array([1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6])
+    samples = [(1e-4 + 2e-9 * n) * (1 + rng.normal(0, 0.15, 40)) for n in sizes]
+    model, scores = choose(sizes, samples, work=lambda n: n)
+    assert model.rivals_, "noisy points leave rivals"
+    lo, hi = rival_bounds(model, 8 * sizes[-1])
+    values = [r.predict_value(8 * sizes[-1]) for r in model.rivals_] + [model.predict_value(8 * sizes[-1])]
+    assert lo == pytest.approx(min(values)) and hi == pytest.approx(max(values)) and lo < hi

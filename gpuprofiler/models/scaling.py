@@ -332,7 +332,22 @@ def choose(sizes, samples, c0: float | None = None, working_set=None,
     # repeats' own spread cannot be resolved either, so that spread widens the margin.
     limit = scores[best] + max(ses[best], repeat_spread(samples)) + 1e-9  # 1e-9: rounding of exact fits
     chosen = next(n for n in SIMPLICITY if n in scores and scores[n] <= limit)
-    return options[chosen]().fit(sizes, samples), scores
+    model = options[chosen]().fit(sizes, samples)
+    # the laws the small sizes could not tell from the chosen one: their spread at the target is part of
+    # the prediction's uncertainty (see rival_bounds)
+    model.rivals_ = [options[n]().fit(sizes, samples) for n in scores if n != chosen and scores[n] <= limit]
+    return model, scores
+
+
+def rival_bounds(model: ScalingModel, size: float) -> tuple[float, float]:
+    """The lowest and highest prediction at ``size`` among the chosen model's rivals (laws scored within the
+    choice margin) and the model itself: what the choice of law alone leaves open."""
+    values = [model.predict_value(size)]
+    for rival in getattr(model, "rivals_", []):
+        v = rival.predict_value(size)
+        if math.isfinite(v) and v > 0:
+            values.append(v)
+    return min(values), max(values)
 
 
 class CacheAware(ScalingModel):
