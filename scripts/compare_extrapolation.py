@@ -106,8 +106,9 @@ def main() -> int:
              f"gpuprofiler {__version__}, {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, host "
              f"{platform.node()}, {time.time() - started:.0f} s. Command: `python {' '.join(sys.argv)}`", "",
              *([f"Measurements reused from `{args.from_log}`, taken {min(r['date'] for r in stored)} .. "
-                f"{max(r['date'] for r in stored)} by `{stored[0]['command']}` (gpuprofiler {stored[0]['version']}); "
-                "the models are refitted on them.", ""] if stored else []),
+                f"{max(r['date'] for r in stored)} by "
+                + " and ".join(f"`{c}`" for c in dict.fromkeys(r["command"] for r in stored))
+                + f" (gpuprofiler {stored[0]['version']}); the models are refitted on them.", ""] if stored else []),
              "| case | target | measured (ms) | chosen | error | inside | fractal | Extra-P | poly1 | poly2 | poly3 | poly4 |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     pct = lambda v: "-" if v is None else f"{v * 100:+.1f}%"  # noqa: E731
