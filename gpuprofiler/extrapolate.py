@@ -210,15 +210,19 @@ def regime_warnings(small: list[int], targets: list[int], working_set, work_item
             continue
         if any(v is None for v in small_vals):
             continue
-        small_max = max(small_vals)
+        small_min, small_max = min(small_vals), max(small_vals)
+        what = "working set" if measure is working_set else "work-items"
         for t in targets:
             tv = measure(t)
             if tv is None:
                 continue
             if tv > limit >= small_max:
-                what = "working set" if measure is working_set else "work-items"
                 out.append(f"target {t}: its {what} ({_fmt(tv, what)}) exceeds {name}, which the small sizes "
                            f"(at most {_fmt(small_max, what)}) stay within: expect a regime change the fit cannot see")
+            elif tv > limit and small_min <= limit < small_max:
+                out.append(f"target {t}: the small sizes' {what} ({_fmt(small_min, what)} .. "
+                           f"{_fmt(small_max, what)}) straddles {name}, which the target ({_fmt(tv, what)}) is "
+                           "past: the fit mixes two regimes and its slope need not hold past the boundary")
     return out
 
 

@@ -103,6 +103,8 @@ def test_regime_warning_names_the_boundary():
     assert any("L2 cache (2.0 MiB" in w for w in out)
     assert any("concurrency (1000 work-items" in w for w in out)
     assert regime_warnings([1000], [2000], ws, None, prof) == []
+    straddle = regime_warnings([100000, 200000], [1600000], ws, None, prof)
+    assert len(straddle) == 1 and "(1.1 MiB .. 2.3 MiB) straddles L2 cache (2.0 MiB" in straddle[0]
 
 
 def test_hardware_sizes_stay_past_the_cache():
