@@ -219,3 +219,19 @@ def test_rival_laws_widen_the_interval_to_their_predictions():
     lo, hi = rival_bounds(model, 8 * sizes[-1])
     values = [r.predict_value(8 * sizes[-1]) for r in model.rivals_] + [model.predict_value(8 * sizes[-1])]
     assert lo == pytest.approx(min(values)) and hi == pytest.approx(max(values)) and lo < hi
+
+
+def test_fits_forced_through_the_origin_keep_the_scale_of_the_times():
+    """When the free constant comes out negative, the two-term and cache-aware laws refit through the origin
+    in relative error: k = sum(x/t) / sum(x^2/t^2). The prediction must stay on the points' scale (a slip in
+    that formula once put it off by a factor 1/t, some hundreds at millisecond times)."""
+    from gpuprofiler.models.scaling import CacheAware
+
+    sizes = np.array([1e6, 1.4e6, 2e6, 2.8e6, 4e6, 5.6e6])
+    t = 1e-9 * sizes - 2e-5  # a negative intercept: the through-origin branch
+    target = 8 * sizes[-1]
+    two = TwoTerm().fit(sizes, [[v] for v in t])
+    assert two.coef_[0] == 0.0 and two.predict_value(target) == pytest.approx(1e-9 * target, rel=0.05)
+    curve = [{"bytes": 1.0, "Bps": 1e10}, {"bytes": 1e12, "Bps": 1e10}]  # flat: seconds per pass = 4n / 1e10
+    cache = CacheAware(lambda n: 4.0 * n, curve).fit(sizes, [[v] for v in t])
+    assert cache.coef_[0] == 0.0 and cache.predict_value(target) == pytest.approx(1e-9 * target, rel=0.05)

@@ -176,7 +176,7 @@ def _two_term_coef(n: np.ndarray, t: np.ndarray, p: float, q: int) -> np.ndarray
     coef, *_ = np.linalg.lstsq(X, np.ones_like(n), rcond=None)
     c0, c1 = float(coef[0]), float(coef[1]) / ts
     if c0 < 0:  # no negative constant: refit through the origin
-        c0, c1 = 0.0, float(np.sum(term * w * w) / np.sum(term * term * w * w))
+        c0, c1 = 0.0, float(np.sum(term * w) / np.sum(term * term * w * w))
     return np.array([c0, c1]) if c1 > 0 else None
 
 
@@ -375,7 +375,7 @@ class CacheAware(ScalingModel):
         X = np.column_stack([np.ones_like(x), x]) * w[:, None]
         coef, *_ = np.linalg.lstsq(X, np.ones_like(x), rcond=None)
         if coef[0] < 0:
-            coef = np.array([0.0, float(np.sum(x * w * w) / np.sum(x * x * w * w))])
+            coef = np.array([0.0, float(np.sum(x * w) / np.sum(x * x * w * w))])
         if coef[1] <= 0:
             raise ValueError("cache-aware: time does not grow with the streamed working set")
         self.coef_ = coef
