@@ -166,17 +166,23 @@ EXPONENTS = (0.5, 2 / 3, 0.75, 1.0, 1.25, 4 / 3, 1.5, 5 / 3, 1.75, 2.0, 2.25, 2.
 LOGS = (0, 1, 2)
 
 
-def _two_term_coef(n: np.ndarray, t: np.ndarray, p: float, q: int) -> np.ndarray | None:
-    """c0, c1 of T = c0 + c1 n^p log2(n)^q by least squares in relative error (c0 >= 0, c1 > 0), or None.
-    The term is scaled to at most 1 before solving, so that n^3 log2(n)^2 stays well conditioned."""
-    term = n**p * np.log2(n) ** q
-    ts = float(term.max())
+def _relative_fit(x: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """c0, c1 of t = c0 + c1 x by least squares in relative error, with c0 >= 0 (else through the origin:
+    c1 = sum(x/t) / sum(x^2/t^2)). x is scaled to at most 1 before solving, so that n^3 log2(n)^2 stays well
+    conditioned."""
+    xs = float(x.max())
     w = 1.0 / t
-    X = np.column_stack([np.ones_like(n), term / ts]) * w[:, None]
-    coef, *_ = np.linalg.lstsq(X, np.ones_like(n), rcond=None)
-    c0, c1 = float(coef[0]), float(coef[1]) / ts
+    X = np.column_stack([np.ones_like(x), x / xs]) * w[:, None]
+    coef, *_ = np.linalg.lstsq(X, np.ones_like(x), rcond=None)
+    c0, c1 = float(coef[0]), float(coef[1]) / xs
     if c0 < 0:  # no negative constant: refit through the origin
-        c0, c1 = 0.0, float(np.sum(term * w) / np.sum(term * term * w * w))
+        c0, c1 = 0.0, float(np.sum(x * w) / np.sum(x * x * w * w))
+    return c0, c1
+
+
+def _two_term_coef(n: np.ndarray, t: np.ndarray, p: float, q: int) -> np.ndarray | None:
+    """c0, c1 of T = c0 + c1 n^p log2(n)^q by least squares in relative error (c0 >= 0, c1 > 0), or None."""
+    c0, c1 = _relative_fit(n**p * np.log2(n) ** q, t)
     return np.array([c0, c1]) if c1 > 0 else None
 
 
@@ -371,16 +377,13 @@ class CacheAware(ScalingModel):
 
     def _fit(self, n, t):
         x = np.array([self.seconds_per_pass(v) for v in n])
-        w = 1.0 / t
-        X = np.column_stack([np.ones_like(x), x]) * w[:, None]
-        coef, *_ = np.linalg.lstsq(X, np.ones_like(x), rcond=None)
-        if coef[0] < 0:
-            coef = np.array([0.0, float(np.sum(x * w) / np.sum(x * x * w * w))])
+        coef = np.array(_relative_fit(x, t))
         if coef[1] <= 0:
             raise ValueError("cache-aware: time does not grow with the streamed working set")
         self.coef_ = coef
         rel = (coef[0] + coef[1] * x) / t - 1
         self.s2_ = float(np.sum(rel**2) / max(len(n) - 2, 1))
+        X = np.column_stack([np.ones_like(x), x]) / t[:, None]
         self.xtx_inv_ = np.linalg.pinv(X.T @ X)
 
     def _predict(self, size):

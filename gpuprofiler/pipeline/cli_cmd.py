@@ -55,25 +55,27 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_pipeline)
 
 
+def _parts(items: list[str]):
+    """The non-empty comma-separated parts of repeated options (``--x a=1,b=2 --x c=3``)."""
+    for item in items:
+        yield from (part.strip() for part in item.split(",") if part.strip())
+
+
 def _parse_trips(items: list[str]) -> tuple[dict[str, int], int]:
     trips: dict[str, int] = {}
     default = 1
-    for item in items:
-        for part in item.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            name, sep, value = part.rpartition("=")
-            try:
-                n = int(value)
-            except ValueError:
-                raise UserError(f"--trip {part!r}: expected N or LABEL=N") from None
-            if n < 0:
-                raise UserError(f"--trip {part!r}: a trip count cannot be negative")
-            if sep:
-                trips[name] = n
-            else:
-                default = n          # for every loop whose trip count is not known statically
+    for part in _parts(items):
+        name, sep, value = part.rpartition("=")
+        try:
+            n = int(value)
+        except ValueError:
+            raise UserError(f"--trip {part!r}: expected N or LABEL=N") from None
+        if n < 0:
+            raise UserError(f"--trip {part!r}: a trip count cannot be negative")
+        if sep:
+            trips[name] = n
+        else:
+            default = n          # for every loop whose trip count is not known statically
     return trips, default
 
 
@@ -81,15 +83,11 @@ def _parse_values(items: list[str], what: str) -> dict[str, Any]:
     from gpuprofiler.safe_eval import evaluate
 
     out: dict[str, Any] = {}
-    for item in items:
-        for part in item.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            name, sep, value = part.partition("=")
-            if not sep or not name.strip():
-                raise UserError(f"{what} {part!r}: expected NAME=VALUE")
-            out[name.strip()] = evaluate(value, {}, f"{what} {name.strip()}")
+    for part in _parts(items):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip():
+            raise UserError(f"{what} {part!r}: expected NAME=VALUE")
+        out[name.strip()] = evaluate(value, {}, f"{what} {name.strip()}")
     return out
 
 

@@ -416,19 +416,14 @@ class Evaluator:
                 r = s[0] + s[1]
             elif b == "sub":
                 r = s[0] - s[1]
-            elif b in ("mul", "mul24"):
+            elif b in ("mul", "mul24", "mad", "mad24"):
                 r = s[0] * s[1]
                 if hi:
                     if _width(t) > 32:
-                        raise _Unknown(f"64-bit mul.hi at line {ins.line} not evaluated")
+                        raise _Unknown(f"64-bit {b[:3]}.hi at line {ins.line} not evaluated")
                     r = r >> _width(t)
-            elif b in ("mad", "mad24"):
-                r = s[0] * s[1]
-                if hi:
-                    if _width(t) > 32:
-                        raise _Unknown(f"64-bit mad.hi at line {ins.line} not evaluated")
-                    r = r >> _width(t)
-                r = r + s[2]
+                if b.startswith("mad"):
+                    r = r + s[2]
             elif b == "sad":
                 r = np.abs(s[0] - s[1]) + s[2]
             elif b in ("div", "rem"):
