@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 
-from gpuprofiler.builtin import resolve
-from gpuprofiler.maxplus import algebra as mp
-from gpuprofiler.maxplus.builder import build_spec
-from gpuprofiler.maxplus.graph import levels, longest
-from gpuprofiler.spec import load_spec
+from gpuprofiler.models.maxplus import algebra as mp
+from gpuprofiler.models.maxplus.builder import build_spec
+from gpuprofiler.models.maxplus.graph import levels, longest
+from gpuprofiler.workloads.builtin import resolve
+from gpuprofiler.workloads.spec import load_spec
 
 
 def best_of(fn, repeats=3):

@@ -17,9 +17,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpuprofiler.pipeline.predict import predict
-from gpuprofiler.pipeline.ptx_parser import parse_ptx
-from gpuprofiler.pipeline.values import Launch
+from gpuprofiler.models.pipeline.predict import Options, predict
+from gpuprofiler.models.pipeline.ptx_parser import parse_ptx
+from gpuprofiler.models.pipeline.values import Launch
 
 FIXTURES = REPO / "tests" / "fixtures" / "ptx"
 CASES = [  # (fixture, kernel, grid, block, args, trips)
@@ -45,8 +45,8 @@ def main() -> int:
         rates, wi, secs = [], 0, []
         for _ in range(args.repeat):
             t0 = time.perf_counter()
-            r = predict(module, kernel, Launch(grid, block, cargs), None, arch="sm_90", trips=trips,
-                        registers=32, budget=10 ** 9)
+            r = predict(module, kernel, Launch(grid, block, cargs), None,
+                        Options(arch="sm_90", trips=trips, registers=32, budget=10 ** 9))
             sim = r["simulation"]
             assert sim["method"] == "exact", sim["method"]
             wi = sim["warp_instructions_simulated"]

@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.profile import entry, failed
-from gpuprofiler.timing import TimingPolicy, time_launch
-from microbench.common import Progress, say
-from microbench.source import VECTOR_WIDTHS, build, components, vec_type
+from gpuprofiler.measure.engine import time_launch
+from gpuprofiler.measure.policy import bench
+from gpuprofiler.microbench.common import Progress, say
+from gpuprofiler.microbench.source import VECTOR_WIDTHS, build, components, vec_type
+from gpuprofiler.profile.file import entry, failed
 
 PER = 16
 KINDS = {"read": 1, "write": 1, "copy": 2, "triad": 3}  # arrays touched
@@ -80,7 +81,7 @@ def working_set_curve(backend: Any, buf: Any, out: Any, count: int, quick: bool,
     where it falls to the memory's is the last-level cache as a stream sees it."""
     width = 4
     kernel = build(backend, kernel_source("read", backend.kind, width), "bw_read", {"PER": PER})
-    policy = TimingPolicy(warmup=2, min_samples=5, budget_s=0.05 if quick else 0.2)
+    policy = bench(quick, 0.2, 0.05, warmup=2)
     local = (min(256, backend.info.max_work_group_size),)
     curve = []
     nbytes = 1 << 20
@@ -126,7 +127,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     del host
     out = backend.alloc(4 * 1024 * 1024)
     peak = peak_bps(info)
-    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.1 if quick else 0.5)
+    policy = bench(quick, 0.5, 0.1)
     local = (min(256, info.max_work_group_size),)
     by_width: dict[str, dict[str, Any]] = {k: {} for k in KINDS}
     for kind, arrays in KINDS.items():

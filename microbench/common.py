@@ -8,6 +8,10 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy import stats
 
+from gpuprofiler.measure.engine import Engine
+from gpuprofiler.measure.policy import TimingPolicy
+from gpuprofiler.measure.stats import Summary
+
 Progress = Callable[[str], None] | None
 
 
@@ -48,6 +52,23 @@ def origin_fit(x: Sequence[float], y: Sequence[float], confidence: float = 0.95)
     se = float(np.sqrt(np.sum((y - slope * x) ** 2) / dof / sxx))
     t = stats.t.ppf(0.5 + confidence / 2, dof)
     return slope, (slope - t * se, slope + t * se)
+
+
+def alternating_times(backend: Any, kernels: Sequence[Any], global_size: Sequence[int], local_size: Sequence[int],
+                      args: Sequence[Any], policy: TimingPolicy) -> list[Summary]:
+    """Device event times of several kernels launched in alternation, one of each per round: a shared machine's
+    load drifts, and kernels sampled one after the other would see different loads (two chain lengths
+    whose ratio must be 2, say)."""
+    engine = Engine(policy)
+
+    def run(kernel: Any) -> Callable[[], float]:
+        def once() -> float:
+            event = engine.launch_once(backend, kernel, global_size, local_size, args)
+            backend.finish()
+            return event.seconds()
+        return once
+
+    return [t.device for t in engine.interleave([run(k) for k in kernels])]
 
 
 def cpu_clock_hz() -> tuple[float, str] | None:

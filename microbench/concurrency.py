@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.profile import entry
-from gpuprofiler.timing import TimingPolicy, time_launch
-from microbench.common import Progress, say
-from microbench.source import build
+from gpuprofiler.measure.engine import time_launch
+from gpuprofiler.measure.policy import bench
+from gpuprofiler.microbench.common import Progress, say
+from gpuprofiler.microbench.source import build
+from gpuprofiler.profile.file import entry
 
 SOURCE = r"""
 KERNEL void busy(GLOBAL float *out, int iters, float a, float b, float never) {
@@ -53,7 +54,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
     iters = (1 << 16 if quick else 1 << 17) if is_cpu else (1024 if quick else 4096)
     kernel = build(backend, SOURCE, "busy")
     out = backend.alloc(4 * counts[-1])
-    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.03 if quick else 0.2)
+    policy = bench(quick, 0.2, 0.03)
     group_cap = 256 if not is_cpu else info.max_work_group_size
     # a CPU runs a work-group's items in a loop on one core: also try one item per group, spread over cores
     layouts = {"full groups": lambda n: min(n, group_cap)}

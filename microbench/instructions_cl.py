@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.profile import entry, failed
-from gpuprofiler.timing import TimingPolicy, time_launch
-from microbench.common import Progress, say
+from gpuprofiler.measure.engine import time_launch
+from gpuprofiler.measure.policy import TimingPolicy, bench
+from gpuprofiler.microbench.common import Progress, alternating_times, say
+from gpuprofiler.profile.file import entry, failed
 
 RATIO_RANGE = (1.6, 2.4)
 
@@ -120,12 +121,12 @@ def latency_from_times(t_k: float, t_2k: float, iters: int, k: int, clock_hz: fl
 
 
 def chain_times(backend: Any, name: str, iters: int, unroll: int, policy: TimingPolicy, out_buf: Any):
-    """Event timings of op ``name``'s dependent chain at k = unroll and 2k."""
+    """Event timings of op ``name``'s dependent chain at k = unroll and 2k, launched in alternation."""
     op = OPS[name]
     np_t = {"float": np.float32, "double": np.float64, "int": np.int32}[op.ctype]
     args = [out_buf, np.int32(iters), np_t(op.a), np_t(op.b), np_t(-12345)]
-    return [time_launch(backend, backend.compile(latency_source(name, op, k), "lat"), (1,), (1,), args, policy).device
-            for k in (unroll, 2 * unroll)], args
+    kernels = [backend.compile(latency_source(name, op, k), "lat") for k in (unroll, 2 * unroll)]
+    return alternating_times(backend, kernels, (1,), (1,), args, policy), args
 
 
 def cpu_clock(backend: Any, quick: bool = False) -> dict[str, Any]:
@@ -133,7 +134,7 @@ def cpu_clock(backend: Any, quick: bool = False) -> dict[str, Any]:
     x86 and ARM cores, so clock = adds / second. Virtual machines often report only the nominal clock."""
     out_buf = backend.alloc(64)
     iters, unroll = (8192 if quick else 32768), 32
-    times, _ = chain_times(backend, "int_add", iters, unroll, TimingPolicy(warmup=1, min_samples=5, budget_s=0.2),
+    times, _ = chain_times(backend, "int_add", iters, unroll, bench(False, 0.2),
                            out_buf)
     per_add = (times[1].median - times[0].median) / (iters * unroll)
     return {"hz": 1.0 / per_add, "source": "dependent int add chain on the device at 1 add/cycle "
@@ -147,7 +148,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     info = backend.info
     unroll = 32
     iters = 2048 if quick else 16384
-    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.03 if quick else 0.3)
+    policy = bench(quick, 0.3, 0.03)
     out_buf = backend.alloc(1 << 20)
     has_double = bool(info.extra.get("double", False))
     result: dict[str, Any] = {}
@@ -201,11 +202,9 @@ def _local_load(backend, policy, clock_hz, out_buf) -> dict[str, Any]:
     nxt[order] = np.roll(order, -1)
     buf, _ = backend.to_device(nxt)
     iters, k = 2048, 32
-    times = []
-    for kk in (k, 2 * k):
-        kernel = backend.compile(LOCAL_LOAD.replace("CHAIN", " ".join(["x = buf[x];"] * kk)), "lat")
-        times.append(time_launch(backend, kernel, (1,), (1,), [buf, np.int32(iters), out_buf, np.uint32(2**32 - 1)],
-                                 policy).device)
+    kernels = [backend.compile(LOCAL_LOAD.replace("CHAIN", " ".join(["x = buf[x];"] * kk)), "lat") for kk in (k, 2 * k)]
+    times = alternating_times(backend, kernels, (1,), (1,), [buf, np.int32(iters), out_buf, np.uint32(2**32 - 1)],
+                              policy)
     return latency_from_times(times[0].median, times[1].median, iters, k, clock_hz,
                               "one work-item chases a random cycle of 1024 words in local memory, unrolled k and 2k")
 
@@ -228,12 +227,9 @@ def _barrier(backend, policy, clock_hz, out_buf, quick) -> dict[str, Any]:
     lsize = min(64, backend.info.max_work_group_size)
     step = "barrier(CLK_LOCAL_MEM_FENCE); x += buf[(l + 1) % LSIZE]; barrier(CLK_LOCAL_MEM_FENCE); buf[l] = x;"
     iters, k = (256 if quick else 1024), 4
-    times = []
-    for kk in (k, 2 * k):
-        src = BARRIER.replace("CHAIN", " ".join([step] * kk))
-        kernel = backend.compile(src, "bar", {"LSIZE": lsize})
-        times.append(time_launch(backend, kernel, (lsize,), (lsize,), [out_buf, np.int32(iters), np.float32(-1)],
-                                 policy).device)
+    kernels = [backend.compile(BARRIER.replace("CHAIN", " ".join([step] * kk)), "bar", {"LSIZE": lsize})
+               for kk in (k, 2 * k)]
+    times = alternating_times(backend, kernels, (lsize,), (lsize,), [out_buf, np.int32(iters), np.float32(-1)], policy)
     # each step holds two barriers
     res = latency_from_times(times[0].median, times[1].median, iters, 2 * k, clock_hz,
                              f"one work-group of {lsize}; steps of barrier, local read, barrier, local write; "

@@ -4,7 +4,7 @@ One work-item chases pointers through a random cyclic permutation of 64-byte lin
 (one 4-byte index per line) over working sets from 1 KiB up to 4x the last-level
 cache (as far as the device's largest allocation allows). Latency per access is
 (T(2s) - T(s)) / s for s and 2s steps, which cancels launch and loop set-up.
-Cache levels are found by :func:`gpuprofiler.caches.detect_levels`.
+Cache levels are found from this curve by :mod:`gpuprofiler.calibrate.caches`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.caches import detect_levels
-from gpuprofiler.profile import entry, failed
-from gpuprofiler.timing import TimingPolicy, time_launch
-from microbench.common import Progress, Workspace, random_cycle, say
-from microbench.source import build
+from gpuprofiler.measure.engine import time_launch
+from gpuprofiler.measure.policy import bench
+from gpuprofiler.microbench.common import Progress, Workspace, random_cycle, say
+from gpuprofiler.microbench.source import build
+from gpuprofiler.profile.file import entry, failed
 
 LINE_WORDS = 16
 PATTERN = ("one work-item; dependent loads over a random cyclic permutation of 64-byte lines, pages visited "
@@ -79,7 +79,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_by
     ws = sizes(top, quick)
     kernel = build(backend, SOURCE, "chase")
     out = backend.alloc(64)
-    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.05 if quick else 0.2)
+    policy = bench(quick, 0.2, 0.05)
     curve = []
     say(progress, f"latency: pointer chase over {len(ws)} working sets, 1 KiB .. {top >> 20} MiB")
     for nbytes in ws:
@@ -98,14 +98,6 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_by
     if len(good) < len(curve):
         result["latency_curve_failed"] = [{"bytes": p["bytes"], "reason": f"{p['latency_s']:.3g} s is below one "
                                            "cycle"} for p in curve if p not in good]
-    levels = detect_levels([p["bytes"] for p in good], [p["latency_s"] for p in good])
-    result["caches"] = [
-        {"level": i + 1, "size_bytes": lv.size_bytes, "latency_s": lv.latency_s,
-         "latency_cycles": lv.latency_s * clock_hz if clock_hz else None, "points": lv.points}
-        for i, lv in enumerate(levels.caches)]
-    result["dram_latency_s"] = (entry(levels.memory_latency_s, "s", f"latency past the last cache level; {PATTERN}")
-                                if levels.memory_latency_s else
-                                failed("s", "pointer chase", "no plateau past the last cache level"))
     result["local_memory"] = _local(backend, workspace.rng, out, policy, clock_hz)
     return result
 

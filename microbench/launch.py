@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.profile import entry, failed
-from gpuprofiler.stats import summarize
-from gpuprofiler.timing import TimingPolicy, time_launch
-from microbench.common import Progress, linear_fit, say
-from microbench.source import build
+from gpuprofiler.measure.engine import Engine, time_launch
+from gpuprofiler.measure.policy import bench, fixed
+from gpuprofiler.measure.stats import summarize
+from gpuprofiler.microbench.common import Progress, linear_fit, say
+from gpuprofiler.microbench.source import build
+from gpuprofiler.profile.file import entry, failed
 
 EMPTY = "KERNEL void empty(int n) { }\n"
 
@@ -28,7 +29,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
     kernel = build(backend, EMPTY, "empty")
     arg = [np.int32(0)]
     b2b: list[float] = []
-    policy = TimingPolicy(warmup=2, min_samples=5, budget_s=0.1 if quick else 0.4, rel_ci=0.02)
+    policy = bench(quick, 0.4, 0.1, warmup=2)
     maxwg = backend.info.max_work_group_size
     groups = sorted({min(w, maxwg) for w in ((256,) if quick else (64, 256, 1024))})
     exponents = range(0, 25, 4 if quick else 2)
@@ -55,8 +56,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
     blocks = []
     q2s: list[list[float]] = []
     for _ in range(5):
-        blocks.append(time_launch(backend, kernel, (1,), (1,), arg,
-                                  TimingPolicy(warmup=2, min_samples=20, budget_s=0.05 if quick else 0.1)))
+        blocks.append(time_launch(backend, kernel, (1,), (1,), arg, bench(quick, 0.1, 0.05, warmup=2, min_samples=20)))
         back_to_back(backend, kernel, arg, 50, rounds=1, keep=b2b)
         if backend.kind == "opencl":
             q2s.append(queue_to_start_samples(backend, kernel, arg, 10 if quick else 40))
@@ -82,16 +82,20 @@ def back_to_back(backend: Any, kernel: Any, arg: list, launches: int, rounds: in
                  keep: list | None = None) -> dict[str, Any]:
     """Host seconds per launch with ``launches`` enqueued back to back in one queue, one finish.
 
-    Rounds are added to ``keep`` (rounds run earlier count too); the figure is the median round.
+    Rounds are added to ``keep`` (rounds run earlier count too); the figure is the median round. A host
+    figure of many launches, not one launch's time: the engine samples whole rounds.
     """
     per = keep if keep is not None else []
-    for _ in range(rounds):
+
+    def one_round() -> float:
         backend.finish()
         t0 = time.perf_counter()
         for _ in range(launches):
             backend.launch(kernel, (1,), (1,), arg)
         backend.finish()
-        per.append((time.perf_counter() - t0) / launches)
+        return (time.perf_counter() - t0) / launches
+
+    per.extend(Engine(fixed(rounds)).sample(one_round).device_s)
     s = summarize(per)
     return entry(s.median, "s", f"empty launches in one queue, then finish; wall time / launches "
                  f"(median of {s.n} rounds)", (s.minimum, s.maximum), n=s.n)
@@ -99,9 +103,10 @@ def back_to_back(backend: Any, kernel: Any, arg: list, launches: int, rounds: in
 
 def queue_to_start_samples(backend: Any, kernel: Any, arg: list, launches: int) -> list[float]:
     """clpeak's kernel launch latency: profiling START minus QUEUED of single launches, each finished."""
-    values = []
-    for _ in range(launches + 3):
+
+    def once() -> float:
         event = backend.launch(kernel, (1,), (1,), arg)
         backend.finish()
-        values.append(event.launch_latency())
-    return values[3:]
+        return event.launch_latency()
+
+    return Engine(fixed(launches, warmup=3)).sample(once).device_s

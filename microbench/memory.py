@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.profile import entry, failed
-from gpuprofiler.timing import TimingPolicy, time_launch
-from microbench.common import Progress, Workspace, origin_fit, say
-from microbench.latency import last_level_cache
-from microbench.source import build
+from gpuprofiler.measure.engine import time_launch
+from gpuprofiler.measure.policy import bench
+from gpuprofiler.microbench.common import Progress, Workspace, origin_fit, say
+from gpuprofiler.microbench.latency import last_level_cache
+from gpuprofiler.microbench.source import build
+from gpuprofiler.profile.file import entry, failed
 
 LINE_WORDS = 16  # 64-byte lines of 4-byte words
 
@@ -76,7 +77,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, clock_
         ns = sorted({1, 2, 4, *np.unique(np.geomspace(8, top, 10 if quick else 20).astype(int)).tolist()})
     steps = (1 << 12 if quick else 1 << 14) if is_cpu else 512
     rng = workspace.rng
-    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.05 if quick else 0.3)
+    policy = bench(quick, 0.3, 0.05)
     points = []
     say(progress, f"memory: t, dt, T, dT over n = {ns[0]}..{ns[-1]} work-items at once")
     never = np.uint32(2**32 - 1)
@@ -110,7 +111,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, clock_
     warm = build(backend, SOURCE, "chase", {"SLOTS": f"{small_slots}u", "LINE": LINE_WORDS})
     many = steps * 16
     t = time_launch(backend, warm, (1,), (1,), [small, np.int32(many), np.uint32(1), out, never, np.uint32(0)],
-                    TimingPolicy(warmup=2, min_samples=5, budget_s=0.2)).device
+                    bench(False, 0.2, warmup=2)).device
     cached = t.median / many
     method = "dependent reads of addresses already read (16 KiB chase, warmed); event time / steps"
     floor = 1.0 / clock_hz if clock_hz else 0.0

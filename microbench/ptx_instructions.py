@@ -44,7 +44,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from gpuprofiler.profile import entry, failed
+from gpuprofiler.measure.engine import Engine
+from gpuprofiler.measure.policy import fixed
+from gpuprofiler.profile.file import entry, failed
 
 Progress = Callable[[str], None] | None
 
@@ -423,6 +425,7 @@ class _Runner:
         mem_bytes = max(GLOBAL_WORDS * 8, self.tp_threads * CHAINS * 4) + 4096
         self.mem = backend.alloc(mem_bytes)
         self._combined: str | None = combined_source()
+        self.engine = Engine()
 
     def say(self, message: str) -> None:
         if self.progress:
@@ -446,9 +449,16 @@ class _Runner:
         return float(self.host[0])
 
     def seconds(self, kernel: Any, blocks: int, threads: int, args: list) -> float:
-        event = self.backend.launch(kernel, (blocks * threads,), (threads,), args)
+        """Event seconds of one timed launch (with the backend's launch hooks: the hold kernel)."""
+        event = self.engine.launch_once(self.backend, kernel, (blocks * threads,), (threads,), args)
         self.backend.finish()
         return event.seconds()
+
+    def alternate(self, runs: int, warmup: int, run: Callable[[int], float], lengths: Sequence[int]) -> dict[int, list]:
+        """``runs`` rounds (after ``warmup``) of ``run(length)`` for each length in turn, through the engine:
+        each length's values, paired with the other lengths' by position."""
+        timings = Engine(fixed(runs, warmup)).interleave([lambda u=u: run(u) for u in lengths])
+        return {u: list(t.device_s) for u, t in zip(lengths, timings)}
 
 
 def _args(spec: OpSpec, runner: _Runner, iters: int) -> list:
@@ -478,13 +488,11 @@ def _measure_clock(runner: _Runner) -> dict[str, Any]:
             iters *= 4
             _, s = run(iters)
         iters = max(iters, int(iters * target / max(s, 1e-9)))
-        rates = []
-        for _ in range(3):
-            c1, s1 = run(iters)
-            c2, s2 = run(2 * iters)
-            hz = clock_hz_from(c1, s1, c2, s2)
-            if hz:
-                rates.append(hz)
+        def rate() -> float:
+            hz = clock_hz_from(*run(iters), *run(2 * iters))
+            return hz if hz else math.nan
+
+        rates = [hz for hz in Engine(fixed(3)).sample(rate).device_s if math.isfinite(hz)]
         if not rates:
             return {"hz": None, "source": source, "reason": "clock64 / event time gave no plausible clock"}
         hz = float(np.median(rates))
@@ -518,13 +526,8 @@ def _measure_op(runner: _Runner, spec: OpSpec, clock_hz: float | None) -> dict[s
         backend.finish()
 
     # latency: one chain, warm-up then the fastest of several runs
-    cyc: dict[int, list[float]] = {k: [], 2 * k: []}
     args = _args(spec, runner, iters)
-    for u in (k, 2 * k):
-        runner.cycles(lat[u], spec.lat_threads, args)
-    for _ in range(reps):
-        for u in (k, 2 * k):
-            cyc[u].append(runner.cycles(lat[u], spec.lat_threads, args))
+    cyc = runner.alternate(reps, 1, lambda u: runner.cycles(lat[u], spec.lat_threads, args), (k, 2 * k))
     lat_cycles = latency_from_cycles(cyc[k], cyc[2 * k], iters, k,
                                      method="(c(2k) - c(k)) / (iters * k) of %clock64 cycles, fastest of "
                                             f"{reps} runs; {method}")
@@ -538,10 +541,9 @@ def _measure_op(runner: _Runner, spec: OpSpec, clock_hz: float | None) -> dict[s
         tp_iters *= 4
         t = runner.seconds(tp[k], runner.tp_blocks, TP_BLOCK, _args(spec, runner, tp_iters))
     tp_iters = max(tp_iters, min(1 << 22, int(tp_iters * target / max(t, 1e-9))))
-    times: dict[int, list[float]] = {k: [], 2 * k: []}
-    for _ in range(2 if runner.quick else 3):
-        for u in (k, 2 * k):
-            times[u].append(runner.seconds(tp[u], runner.tp_blocks, TP_BLOCK, _args(spec, runner, tp_iters)))
+    times = runner.alternate(2 if runner.quick else 3, 0,
+                          lambda u: runner.seconds(tp[u], runner.tp_blocks, TP_BLOCK, _args(spec, runner, tp_iters)),
+                          (k, 2 * k))
     # bar.sync counts block-wide barriers; every other op counts thread-level instructions
     units = runner.tp_blocks if spec.kind == "bar" else runner.tp_threads * spec.chains
     ops_k = float(units) * tp_iters * k

@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.profile import entry, failed
-from gpuprofiler.timing import TimingPolicy, sample
-from microbench.common import Progress, say
+from gpuprofiler.measure.engine import sample
+from gpuprofiler.measure.policy import TimingPolicy, bench
+from gpuprofiler.microbench.common import Progress, say
+from gpuprofiler.profile.file import entry, failed
 
 
 def _copy_times(backend, host: np.ndarray, buf, direction: str, policy: TimingPolicy):
@@ -32,7 +33,7 @@ def _copy_times(backend, host: np.ndarray, buf, direction: str, policy: TimingPo
 def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dict[str, Any]:
     top = (16 if quick else 64) << 20
     sizes = [4] + [2**k for k in range(12, top.bit_length(), 4 if quick else 2)]
-    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=0.05 if quick else 0.2)
+    policy = bench(quick, 0.2, 0.05)
     buf = backend.alloc(top)
     result: dict[str, Any] = {"sizes": sizes}
     memories = {"pageable": lambda n: np.random.default_rng(5).integers(0, 255, n, dtype=np.uint8)}

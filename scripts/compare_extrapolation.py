@@ -25,14 +25,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuprofiler import __version__  # noqa: E402
-from gpuprofiler.backends import open_backend  # noqa: E402
-from gpuprofiler.builtin import builtin_apps, builtin_specs  # noqa: E402
-from gpuprofiler.extrapolate import analyse  # noqa: E402
-from gpuprofiler.plots import plot_extrapolation  # noqa: E402
-from gpuprofiler.profile import load_profile  # noqa: E402
-from gpuprofiler.storage import MeasurementLog, json_ready, read_records  # noqa: E402
-from gpuprofiler.sweep import from_records, load_target, run_sweep  # noqa: E402
-from gpuprofiler.timing import SWEEP_WARMUP_S, TimingPolicy  # noqa: E402
+from gpuprofiler.device import open_backend  # noqa: E402
+from gpuprofiler.measure.policy import SWEEP  # noqa: E402
+from gpuprofiler.measure.storage import MeasurementLog, json_ready, read_records  # noqa: E402
+from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record  # noqa: E402
+from gpuprofiler.profile.file import load_profile  # noqa: E402
+from gpuprofiler.report.plots import plot_extrapolation  # noqa: E402
+from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs  # noqa: E402
+from gpuprofiler.workloads.sweep import from_records, load_target, run_sweep  # noqa: E402
+
 
 def item_name(item) -> str:
     return item.name
@@ -61,7 +62,7 @@ def main() -> int:
     out = Path(args.out) if args.out else Path("results") / device["slug"] / "extrapolation"
     out.mkdir(parents=True, exist_ok=True)
     log = MeasurementLog(out / "measurements.jsonl", backend.info) if stored is None else None
-    policy = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=args.budget)
+    policy = SWEEP.but(budget_s=args.budget)
     items = builtin_specs() + builtin_apps()
     if args.only:
         keep = set(args.only.split(","))
@@ -80,12 +81,12 @@ def main() -> int:
             checks = {t: from_records([r for r in stored if r["kernel"] == item_name(item) and r["size"] == t])
                       for t in targets}
         else:
-            checks = {t: run_sweep(backend, item, [t], TimingPolicy(warmup=1, warmup_s=SWEEP_WARMUP_S, min_samples=5,
-                                                                     budget_s=args.budget),
-                                   on_record=log.append) for t in targets}
-        ex, recs = analyse(item, sweep, targets, profile, checks=checks,
-                           say=lambda m: print(f"   {m}", file=sys.stderr))
-        plot_extrapolation(ex, recs, out / f"{path.stem}.png")
+            checks = {t: run_sweep(backend, item, [t], policy.but(warmup=1), on_record=log.append) for t in targets}
+        fractal = FractalPredictor(extrap=True).fit(item, profile, sweep)
+        if fractal.extrap_error_:
+            print(f"   {fractal.extrap_error_}", file=sys.stderr)
+        recs = [check_record(p.details, checks[p.size]) for p in fractal.predict(targets)]
+        plot_extrapolation(fractal.extrapolation_, recs, out / f"{path.stem}.png")
         for r in recs:
             errs = {"chosen": r["error"], "fractal": r["fractal_error"], **r["baseline_errors"]}
             rows.append({"name": path.stem, "size": r["size"], "measured_s": r["measured_s"],

@@ -11,8 +11,8 @@ command -v nvcc >/dev/null || { echo "nvcc not found: put the CUDA toolkit's bin
 import math
 from pathlib import Path
 
-from gpuprofiler.pipeline.ptx_source import make_fixture
-from gpuprofiler.spec import load_spec
+from gpuprofiler.models.pipeline.ptx_source import make_fixture
+from gpuprofiler.workloads.spec import load_spec
 
 out = Path("tests/fixtures/ptx")
 arch = "sm_90"

@@ -19,15 +19,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpuprofiler import __version__
-from gpuprofiler.backends import open_backend
-from gpuprofiler.builtin import resolve
-from gpuprofiler.maxplus.builder import build_spec
-from gpuprofiler.maxplus.models import parameters, predict
-from gpuprofiler.measure import measure_spec
-from gpuprofiler.profile import load_profile
-from gpuprofiler.spec import load_spec
-from gpuprofiler.storage import MeasurementLog, command_line
-from gpuprofiler.timing import TimingPolicy
+from gpuprofiler.device import open_backend
+from gpuprofiler.measure.policy import TimingPolicy
+from gpuprofiler.measure.storage import MeasurementLog, command_line
+from gpuprofiler.models.maxplus.builder import build_spec
+from gpuprofiler.models.maxplus.models import parameters, predict
+from gpuprofiler.profile.file import load_profile
+from gpuprofiler.workloads.builtin import resolve
+from gpuprofiler.workloads.kernel import measure_spec
+from gpuprofiler.workloads.spec import load_spec
 
 KERNELS = ("copy", "scale", "vadd", "saxpy", "triad")
 EXTRA = ("transpose_naive", "stencil5")
@@ -62,11 +62,12 @@ def main() -> int:
         items = math.prod(spec.instantiate(size).global_size)
         for model, batches in VARIANTS:
             p = predict(kernel, params, items, size, model, batches)
-            rows.append({"kernel": name, "size": size, "model": model, "batches": p.batches, "n": p.n,
-                         "predicted_s": p.predicted_s, "measured_s": measured,
-                         "rel_error": (p.predicted_s - measured) / measured, "core": name in KERNELS,
-                         "symbolic": p.symbolic})
-            print(f"   {model:<6} {p.batches:<10} {p.predicted_s:.4g} s vs {measured:.4g} s: "
+            d = p.details
+            rows.append({"kernel": name, "size": size, "model": model, "batches": d["batches"], "n": d["n"],
+                         "predicted_s": p.seconds, "measured_s": measured,
+                         "rel_error": (p.seconds - measured) / measured, "core": name in KERNELS,
+                         "symbolic": d["symbolic"]})
+            print(f"   {model:<6} {d['batches']:<10} {p.seconds:.4g} s vs {measured:.4g} s: "
                   f"{rows[-1]['rel_error'] * 100:+.1f}%", file=sys.stderr, flush=True)
     with open(out / "table.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

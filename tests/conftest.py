@@ -1,4 +1,9 @@
-"""Shared fixtures: the real PoCL device (no mocks), and a helper to run the CLI as a user would."""
+"""Shared fixtures: the real PoCL device (no mocks), the test profiles, and running the CLI as a user would.
+
+Markers (registered in pyproject.toml): ``pocl`` -- runs kernels on the PoCL device (set automatically for
+tests that use the ``pocl`` fixture); ``cuda`` -- needs pycuda and an NVIDIA GPU; ``nvcc`` -- needs the CUDA
+toolkit's compiler; ``slow`` -- takes more than about ten seconds (``pytest -m "not slow"`` skips them).
+"""
 
 import os
 import subprocess
@@ -9,10 +14,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 KERNELS = REPO / "kernels"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+PTX_FIXTURES = FIXTURES / "ptx"
+# copies of committed calibrations (see fixtures/profiles/README.md): tests never read results/
+POCL_PROFILE = FIXTURES / "profiles" / "pocl.json"
+H100_PROFILE = FIXTURES / "profiles" / "h100.json"
 
 
 def pocl_id():
-    from gpuprofiler.backends import list_devices
+    from gpuprofiler.device import list_devices
 
     for d in list_devices():
         if d.backend == "opencl" and "portable" in d.platform.lower():
@@ -20,10 +30,16 @@ def pocl_id():
     return None
 
 
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "pocl" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.pocl)
+
+
 @pytest.fixture(scope="session")
 def pocl():
     """An OpenCL backend on the PoCL CPU device."""
-    from gpuprofiler.backends import open_backend
+    from gpuprofiler.device import open_backend
 
     device = pocl_id()
     if device is None:
@@ -34,7 +50,7 @@ def pocl():
 
 @pytest.fixture
 def quick_policy():
-    from gpuprofiler.timing import TimingPolicy
+    from gpuprofiler.measure.policy import TimingPolicy
 
     return TimingPolicy(warmup=1, min_samples=5, budget_s=0.15)
 

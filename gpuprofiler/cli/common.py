@@ -1,0 +1,113 @@
+"""What the commands share: progress lines, option types, the timing and device options, ``--set``, and
+finding the profile a command uses.
+
+Command modules import the pipeline's stages inside their ``run`` function: ``gpuprofiler --help`` and
+``gpuprofiler devices`` then load neither scipy nor sympy nor matplotlib.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any, Sequence
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.measure.policy import TimingPolicy
+
+
+def progress(message: str) -> None:
+    """A progress line on stderr, time-stamped."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def int_list(text: str) -> list[int]:
+    """argparse type: comma-separated positive integers."""
+    try:
+        values = [int(float(x)) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def name_list(text: str) -> list[str]:
+    """argparse type: comma-separated names."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def parts(items: Sequence[str]):
+    """The non-empty comma-separated parts of repeated options (``--x a=1,b=2 --x c=3``)."""
+    for item in items:
+        yield from (part.strip() for part in item.split(",") if part.strip())
+
+
+def overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``--set NAME=VALUE`` options as spec parameter overrides (values through the safe evaluator)."""
+    from gpuprofiler.workloads.safe_eval import evaluate
+
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UserError(f"--set {item!r}: expected NAME=VALUE")
+        out[name] = evaluate(value, out, f"--set {name}")
+    return out
+
+
+def add_device(p: argparse.ArgumentParser, what: str = "device id, e.g. opencl:0:0 or cuda:0 (default: first CUDA "
+                                                        "GPU, else first OpenCL GPU, else PoCL)") -> None:
+    p.add_argument("--device", help=what)
+
+
+def add_timing(p: argparse.ArgumentParser, base: TimingPolicy) -> None:
+    """``--budget --min-samples --rel-ci --warmup``, their defaults from the command's policy."""
+    p.add_argument("--budget", type=float, default=base.budget_s,
+                   help=f"seconds of sampling per measurement (default {base.budget_s:g})")
+    p.add_argument("--min-samples", type=int, default=base.min_samples,
+                   help=f"at least this many samples (default {base.min_samples})")
+    p.add_argument("--rel-ci", type=float, default=base.rel_ci,
+                   help=f"stop when the median's 95%% interval is within this fraction (default {base.rel_ci:g})")
+    p.add_argument("--warmup", type=int, default=base.warmup, help=f"untimed warm-up runs (default {base.warmup})")
+    p.set_defaults(timing_base=base)
+
+
+def policy(args: argparse.Namespace) -> TimingPolicy:
+    """The timing policy of a command's options."""
+    return args.timing_base.but(warmup=args.warmup, min_samples=args.min_samples, budget_s=args.budget,
+                                rel_ci=args.rel_ci)
+
+
+def add_profile(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--profile", help=f"{what} (default: the device's stored profile, "
+                                     "results/<device>/profile.json, where `gpuprofiler calibrate` writes it)")
+
+
+def device_info(device_id: str | None):
+    """The DeviceInfo of ``device_id`` (or of the default device) without opening it; None if there is none."""
+    from gpuprofiler.device import default_device_id, list_devices
+
+    devices = list_devices()
+    if not devices:
+        return None
+    wanted = device_id or default_device_id(devices)
+    for d in devices:
+        if d.id == wanted:
+            return d
+    raise UserError(f"unknown device {wanted!r}: see `gpuprofiler devices`")
+
+
+def find_profile(args: argparse.Namespace, device=None, required: bool = False):
+    """``--profile``, else the stored profile of ``device`` (or of ``--device``, else the default device), saying
+    which on stderr; with none: None, or with ``required`` a UserError saying how to make one."""
+    from gpuprofiler.profile.locate import choose_profile
+
+    if not args.profile and device is None:
+        device = device_info(getattr(args, "device", None))
+    choice = choose_profile(args.profile, device)
+    if choice.profile is None and required:
+        raise UserError(choice.message)
+    if not choice.given:
+        progress(choice.message)
+    return choice

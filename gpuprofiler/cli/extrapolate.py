@@ -1,0 +1,94 @@
+"""``gpuprofiler extrapolate``: predict large sizes from a small-size sweep; ``--check`` measures them too."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from gpuprofiler.cli.common import add_device, add_profile, add_timing, find_profile, int_list, policy, progress
+from gpuprofiler.errors import UserError
+from gpuprofiler.measure.policy import SWEEP
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("extrapolate", help="predict large sizes from a small-size sweep (fractal model)")
+    p.add_argument("target", metavar="SPEC_OR_APP")
+    p.add_argument("--small", type=int_list, help="small sizes (default: hardware-aware with --profile, else the "
+                                                   "spec's)")
+    p.add_argument("--target", dest="targets", type=int_list, help="target sizes (default: the spec's)")
+    add_profile(p, "hardware profile (launch overhead, caches, bandwidth curve, concurrency)")
+    p.add_argument("--check", action="store_true", help="also run the targets and report the error")
+    p.add_argument("--json", action="store_true", help="print only JSON on stdout")
+    p.add_argument("--plot", help="write a PNG of the sweep, fits and predictions")
+    p.add_argument("--coverage", type=float, default=0.7, help="share of the run the major phases cover (0.7)")
+    add_device(p)
+    p.add_argument("-o", "--output", help="measurements log (default results/<device>/measurements.jsonl)")
+    add_timing(p, SWEEP)
+    p.add_argument("--no-check", action="store_true", help="skip the numpy reference checks")
+    p.add_argument("--no-extrap", action="store_true", help="skip the Extra-P baseline even where installed")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuprofiler.device import open_backend
+    from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
+    from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record, size_functions
+    from gpuprofiler.models.fractal.regimes import hardware_sizes
+    from gpuprofiler.report.text import print_extrapolation
+    from gpuprofiler.workloads.builtin import resolve
+    from gpuprofiler.workloads.sweep import load_target, run_sweep
+
+    path = resolve(args.target)
+    item = load_target(path)
+    targets = args.targets or item.target
+    if not targets:
+        raise UserError(f"{path}: no --target given and no default target sizes")
+    backend = open_backend(args.device)
+    log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
+    try:
+        profile = find_profile(args, backend.info).profile
+        notes: list[str] = []
+        ws, _ = size_functions(item, targets[0])
+        if args.small:
+            small = args.small
+        elif args.profile and ws is not None:  # sizes from a profile named on purpose; a stored one informs the fit
+            small, notes = hardware_sizes(max(targets), ws, profile)
+            progress(f"hardware-aware small sizes from {args.profile}: {small}")
+        else:
+            small = item.small
+        if not small or max(small) >= min(targets):
+            raise UserError("the small sizes must all lie below the targets")
+        sweep = run_sweep(backend, item, small, policy(args), check=not args.no_check, on_record=log.append,
+                          progress=progress)
+        checks = {}
+        if args.check:
+            for t in targets:
+                progress(f"--check: measuring target {t}")
+                checks[t] = run_sweep(backend, item, [t], policy(args), check=not args.no_check,
+                                      on_record=log.append, progress=progress)
+    except KeyboardInterrupt:
+        progress(f"interrupted: measurements so far are kept in {log.path}")
+        return 130
+    finally:
+        backend.close()
+    fractal = FractalPredictor(coverage=args.coverage, extrap=not args.no_extrap).fit(item, profile, sweep)
+    if fractal.extrap_error_:
+        progress(fractal.extrap_error_)
+    records = []
+    for p in fractal.predict(targets):
+        rec = dict(p.details)
+        rec["warnings"] = rec["warnings"] + notes
+        records.append(check_record(rec, checks[p.size]) if p.size in checks else rec)
+    for w in dict.fromkeys(w for r in records for w in r["warnings"]):
+        progress(f"warning: {w}")
+    if args.plot:
+        from gpuprofiler.report.plots import plot_extrapolation
+
+        plot_extrapolation(fractal.extrapolation_, records, args.plot)
+        progress(f"plot written to {args.plot}")
+    if args.json:
+        print(json.dumps(json_ready(records), indent=1))
+    else:
+        print_extrapolation(records)
+    return 0

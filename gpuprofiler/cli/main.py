@@ -1,0 +1,56 @@
+"""The ``gpuprofiler`` command line. Exit codes: 0 ok, 2 user error, 3 device error, 130 interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+from gpuprofiler import __version__
+from gpuprofiler.cli import (
+    calibrate,
+    devices,
+    export,
+    extrapolate,
+    maxplus,
+    measure,
+    pipeline,
+    profile,
+    validate,
+)
+from gpuprofiler.errors import DeviceError, GpuProfilerError
+
+# one module per command, in the order `gpuprofiler --help` lists them
+COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, validate)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpuprofiler", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"gpuprofiler {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "min_samples", 5) < 5:
+        parser.error("--min-samples must be at least 5")
+    try:
+        return args.func(args)
+    except GpuProfilerError as exc:
+        kind = "device error" if isinstance(exc, DeviceError) else "error"
+        print(f"gpuprofiler: {kind}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("gpuprofiler: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("gpuprofiler: device error: out of host memory", file=sys.stderr)
+        return 3
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

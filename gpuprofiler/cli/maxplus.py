@@ -1,0 +1,110 @@
+"""``gpuprofiler maxplus``: predict a kernel's time with the max-plus models from a hardware profile."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+from gpuprofiler.cli.common import add_device, add_profile, find_profile
+from gpuprofiler.errors import UserError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("maxplus", help="predict a kernel's time with the max-plus model of its data graph")
+    p.add_argument("target", nargs="?", help="kernel spec (.toml) or builtin name")
+    add_profile(p, "hardware profile JSON (from `gpuprofiler calibrate`)")
+    add_device(p, "whose stored profile to use without --profile (default: the default device)")
+    p.add_argument("--size", type=int, help="the spec's size N")
+    p.add_argument("--model", default="serial", help="naive, ops, serial (default) or cache")
+    p.add_argument("--batches", choices=("sequential", "pipelined"),
+                   help="batches of n work-items one after another (the paper; default for naive and ops) or "
+                        "overlapping on the serialized memory (default for serial and cache)")
+    p.add_argument("--n", type=int, help="work-items running at once (default: the profile's concurrency)")
+    p.add_argument("--line-bytes", type=int, help="bytes fetched per strided access (default 64 on a CPU, 32 on a GPU)")
+    p.add_argument("--backend", choices=("opencl", "cuda"), default="opencl", help="which source of the spec to read")
+    p.add_argument("--example", choices=("vadd", "fork", "chain"),
+                   help="the paper's graphs (vadd's Z1/Z2/Z3 by --model; Table 1's fork and chain), symbolic only")
+    p.add_argument("--json", action="store_true", help="print the prediction as JSON")
+    p.add_argument("--explain", action="store_true", help="print the graph, its matrix, height and symbolic time")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuprofiler.models.maxplus.models import MODELS
+
+    if args.model not in MODELS:
+        raise UserError(f"unknown --model {args.model!r}: choose from {', '.join(MODELS)}")
+    if args.example:
+        return _example(args)
+    if not args.target:
+        raise UserError("give a kernel spec (or --example)")
+    if args.size is None:
+        raise UserError("--size is required with a kernel spec")
+    from gpuprofiler.models.maxplus.builder import build_spec
+    from gpuprofiler.models.maxplus.explain import explain
+    from gpuprofiler.models.maxplus.models import parameters, predict
+    from gpuprofiler.workloads.builtin import resolve
+    from gpuprofiler.workloads.spec import load_spec
+
+    path = resolve(args.target)
+    if path.suffix != ".toml":
+        raise UserError(f"{path}: maxplus models one kernel: give a kernel spec (.toml), not an app")
+    if args.size <= 0:
+        raise UserError("--size must be positive")
+    spec = load_spec(path)
+    inst = spec.instantiate(args.size)
+    kernel = build_spec(inst, args.backend)
+    choice = find_profile(args, required=True)
+    params = parameters(choice.profile, kernel, args.n, args.line_bytes)
+    work_items = math.prod(inst.global_size)
+    pred = predict(kernel, params, work_items, args.size, args.model, args.batches)
+    d = pred.details
+    out = {"kernel": spec.name, **d, "notes": kernel.notes, "profile": str(choice.path)}
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    if args.explain:
+        print(explain(kernel, args.model))
+        print()
+    print(f"{spec.name} at N = {args.size} ({work_items} work-items, n = {d['n']} at once; {d['batches']} batches)")
+    print(f"  model {d['model']}: {pred.seconds:.6g} s [{pred.low:.4g}, {pred.high:.4g}] "
+          "(interval: the profile's measurement intervals)")
+    print(f"  time: {d['symbolic']}")
+    print(f"  one batch: {d['batch_s']:.4g} s; memory held per batch: {d['bus_s']:.4g} s; height k = {d['height']}")
+    if args.explain:
+        print("  parameters:")
+        for name in sorted(d["sources"]):
+            val = d["parameters"].get(name)
+            shown = f"{val:.4g}" if isinstance(val, float) else ""
+            print(f"    {name:<12} {shown:>10}  {d['sources'][name]}")
+    for note in kernel.notes:
+        print(f"  note: {note}", file=sys.stderr)
+    return 0
+
+
+def _example(args: argparse.Namespace) -> int:
+    from gpuprofiler.models.maxplus import symbolic
+    from gpuprofiler.models.maxplus.examples import EXAMPLES
+    from gpuprofiler.models.maxplus.explain import explain, symbolic_matrix
+    from gpuprofiler.models.maxplus.models import bus_symbol
+
+    kernel = EXAMPLES[args.example]()
+    model = args.model if args.example == "vadd" else "naive"
+    g = kernel.fragments[0]
+    z, k = symbolic_matrix(g, kernel, model)
+    batch = symbolic.time(z, g.inputs, g.outputs, k)
+    if args.example != "vadd":
+        text = symbolic.fmt(batch)
+    elif (args.batches or "sequential") == "sequential":
+        text = symbolic.fmt(symbolic.sympy.ceiling(symbolic.N / symbolic.n) * batch)
+    else:
+        text = f"(ceil(N/n) - 1)*({symbolic.fmt(bus_symbol(g, model))}) + {symbolic.fmt(batch)}"
+    if args.json:
+        print(json.dumps({"example": args.example, "model": model, "height": k, "time": text,
+                          "matrix": [[symbolic.fmt(v) for v in row] for row in z]}, indent=1))
+        return 0
+    print(explain(kernel, model))
+    print(f"\ntime: {text}")
+    return 0

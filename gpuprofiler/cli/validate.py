@@ -1,0 +1,82 @@
+"""``gpuprofiler validate``: every registered predictor on a suite, its targets measured, a report written."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gpuprofiler.cli.common import add_device, name_list, progress
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("validate", help="run every applicable model on a suite, measure the targets, write a report")
+    p.add_argument("--suite", default="builtin", help="'builtin' (default) or a folder of kernel specs and apps")
+    p.add_argument("--items", type=name_list, help="only these items of the suite (comma-separated names)")
+    add_device(p, "device id (default: the default device)")
+    p.add_argument("--profile", help="hardware profile (default: OUTDIR/profile.json from an earlier run, else the "
+                                     "device's stored profile, else a calibration run first)")
+    p.add_argument("--models", type=name_list, help="comma-separated predictors (default: every registered one: "
+                                                    "fractal, maxplus, pipeline and any plugin's)")
+    p.add_argument("--quick", action="store_true", help="shorter sampling (and a quick calibration if one is needed)")
+    p.add_argument("--fresh", action="store_true", help="measure everything again instead of reusing OUTDIR's runs")
+    p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder for the report and measurements")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuprofiler.calibrate.driver import calibrate
+    from gpuprofiler.device import open_backend
+    from gpuprofiler.measure.storage import command_line
+    from gpuprofiler.models import registry
+    from gpuprofiler.profile.file import load_profile
+    from gpuprofiler.profile.locate import choose_profile, how_to_make
+    from gpuprofiler.report.validation import PREDICTION_COLUMNS, SUMMARY_COLUMNS, write_csv, write_report
+    from gpuprofiler.validate import suite
+
+    models = suite.check_models(args.models)
+    outdir = Path(args.output)
+    suite.suite_paths(args.suite, args.items)  # a bad suite fails before anything is opened
+    backend = open_backend(args.device)
+    try:
+        kept = outdir / "profile.json"
+        if args.profile:
+            profile, profile_name = load_profile(args.profile), args.profile
+        elif kept.exists() and not args.fresh:
+            progress(f"reusing the profile {kept}")
+            profile, profile_name = load_profile(kept), str(kept)
+        else:
+            choice = choose_profile(None, backend.info)
+            if choice.profile is not None:
+                progress(choice.message)
+                profile, profile_name = choice.profile, str(choice.path)
+            else:
+                progress(f"no --profile and none stored ({how_to_make(backend.info)}): calibrating "
+                         f"{backend.info.id} first ({'quick' if args.quick else 'full'}) into {kept}")
+                outdir.mkdir(parents=True, exist_ok=True)
+                profile, profile_name = calibrate(backend, kept, quick=args.quick, progress=progress), str(kept)
+        try:
+            results = suite.run(backend, args.suite, outdir, profile, models, args.quick, args.fresh, progress,
+                                args.items)
+        except KeyboardInterrupt:
+            progress(f"interrupted: finished measurements are kept in {outdir / 'measurements.jsonl'}; rerun to resume")
+            return 130
+    finally:
+        backend.close()
+    rows = [r for res in results for r in res.rows]
+    summary = suite.summarize(rows)
+    write_csv(outdir / "predictions.csv", rows, PREDICTION_COLUMNS)
+    write_csv(outdir / "summary.csv", summary, SUMMARY_COLUMNS)
+    notes = suite.model_notes(results, models)
+    reused = sum(res.reused for res in results)
+    notes.append(f"{reused} of {sum(res.measurements for res in results)} measurement(s) reused from an earlier run "
+                 "(see the command in each record of measurements.jsonl)" if reused else
+                 "every measurement taken by this run")
+    meta = {"device_name": backend.info.name, "device_id": backend.info.id, "suite": args.suite,
+            "quick": args.quick, "profile": profile_name, "command": command_line(), "notes": notes,
+            "models": {name: registry.describe(name) for name in models}}
+    report = write_report(outdir, results, rows, summary, meta)
+    for s in summary:
+        print(f"{s['model']:<9} {s['cases']:>3} cases  MAPE {100 * s['mape']:6.1f}%  median |error| "
+              f"{100 * s['median_abs_error']:5.1f}%  max {100 * s['max_abs_error']:7.1f}%")
+    progress(f"report: {report}")
+    return 0

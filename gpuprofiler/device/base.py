@@ -1,0 +1,132 @@
+"""The small interface every backend implements: compile, copy, launch, time, describe."""
+
+from __future__ import annotations
+
+import abc
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+
+@dataclass
+class DeviceInfo:
+    """What we know about a device; recorded with every measurement."""
+
+    id: str
+    backend: str
+    name: str
+    vendor: str
+    type: str  # "gpu" | "cpu" | "accelerator" | "other"
+    compute_units: int
+    clock_mhz: float | None
+    global_mem_bytes: int
+    local_mem_bytes: int
+    max_work_group_size: int
+    driver: str
+    platform: str = ""
+    warp_size: int | None = None
+    compute_capability: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def slug(self) -> str:
+        """Folder-safe name of the device, e.g. ``pocl-cpu-intel-r-xeon-r-processor``."""
+        prefix = "pocl-" if "portable" in self.platform.lower() or "pocl" in self.platform.lower() else ""
+        text = f"{prefix}{self.name}".lower()
+        return re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["slug"] = self.slug
+        return data
+
+
+class Event(abc.ABC):
+    """A timed operation on the device; :meth:`seconds` is valid after the queue is finished."""
+
+    @abc.abstractmethod
+    def seconds(self) -> float:
+        """Device-measured duration of the operation (events), in seconds."""
+
+
+class Kernel(abc.ABC):
+    """A compiled kernel function, launched through :meth:`Backend.launch`."""
+
+    name: str
+
+
+class Buffer(abc.ABC):
+    """Device memory holding ``nbytes``."""
+
+    nbytes: int
+
+
+class LaunchHook:
+    """What the timing engine does around each timed launch on a backend (the CUDA backend's hold kernel):
+    result checks and the launches of wrapped programs do not run it."""
+
+    def before_launch(self) -> None:
+        """Just before the timed launch is enqueued."""
+
+    def after_launch(self) -> None:
+        """Just after it was enqueued (before it is waited for)."""
+
+
+class Backend(abc.ABC):
+    """A device reached through one API (OpenCL or CUDA)."""
+
+    kind: str  # "opencl" | "cuda"
+    info: DeviceInfo
+    source_suffix: str  # ".cl" | ".cu"
+
+    @abc.abstractmethod
+    def compile(self, source: str, kernel_name: str, defines: dict[str, Any] | None = None,
+                options: Sequence[str] = ()) -> Kernel:
+        """Compile ``source`` and return its kernel ``kernel_name``; compile errors raise UserError with the log."""
+
+    @abc.abstractmethod
+    def alloc(self, nbytes: int) -> Buffer:
+        """Allocate device memory."""
+
+    @abc.abstractmethod
+    def to_device(self, array: np.ndarray, buffer: Buffer | None = None) -> tuple[Buffer, Event]:
+        """Copy a host array to (new or given) device memory."""
+
+    @abc.abstractmethod
+    def from_device(self, buffer: Buffer, out: np.ndarray) -> Event:
+        """Copy device memory into the host array ``out`` (blocking)."""
+
+    @abc.abstractmethod
+    def launch(self, kernel: Kernel, global_size: Sequence[int], local_size: Sequence[int] | None,
+               args: Sequence[Any]) -> Event:
+        """Enqueue the kernel over ``global_size`` work-items (CUDA: threads) in groups of ``local_size``."""
+
+    def launch_hooks(self) -> Sequence[LaunchHook]:
+        """Hooks the timing engine runs around each timed launch on this device (none by default)."""
+        return ()
+
+    def pinned_empty(self, nbytes: int) -> np.ndarray:
+        """Host bytes in pinned (page-locked) or device-mapped memory, where the API offers it."""
+        raise NotImplementedError(f"{self.kind} backend has no pinned host memory")
+
+    @abc.abstractmethod
+    def finish(self) -> None:
+        """Wait until everything enqueued has completed."""
+
+    def close(self) -> None:
+        """Release the device context."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def round_up(global_size: Sequence[int], local_size: Sequence[int] | None) -> tuple[int, ...]:
+    """Global size rounded up to a whole number of work-groups (kernels guard their index)."""
+    if local_size is None:
+        return tuple(int(g) for g in global_size)
+    return tuple(-(-int(g) // int(l)) * int(l) for g, l in zip(global_size, local_size))

@@ -1,0 +1,225 @@
+"""CUDA backend through pycuda: the device's primary context, kernels timed with CUDA events."""
+
+from __future__ import annotations
+
+import atexit
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from gpuprofiler.device.base import Backend, Buffer, DeviceInfo, Event, Kernel, LaunchHook
+from gpuprofiler.device.cuda_hold import HOLD_SOURCE
+from gpuprofiler.errors import DeviceError, UserError
+
+try:
+    import pycuda.driver as cuda
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    raise UserError("the CUDA backend needs pycuda: pip install 'gpuprofiler[cuda]' "
+                    f"on a machine with the CUDA toolkit (CUDA_ROOT set) ({exc})") from None
+
+
+MAX_HOLD_S = 0.01
+
+
+def _init() -> bool:
+    try:
+        cuda.init()
+        return True
+    except cuda.Error:
+        return False
+
+
+def describe(index: int, device: "cuda.Device") -> DeviceInfo:
+    attr = device.get_attributes()
+    a = cuda.device_attribute
+    major, minor = device.compute_capability()
+    return DeviceInfo(
+        id=f"cuda:{index}",
+        backend="cuda",
+        name=device.name(),
+        vendor="NVIDIA",
+        type="gpu",
+        compute_units=int(attr[a.MULTIPROCESSOR_COUNT]),
+        clock_mhz=attr[a.CLOCK_RATE] / 1000.0,
+        global_mem_bytes=int(device.total_memory()),
+        local_mem_bytes=int(attr[a.MAX_SHARED_MEMORY_PER_BLOCK]),
+        max_work_group_size=int(attr[a.MAX_THREADS_PER_BLOCK]),
+        driver=f"CUDA driver {cuda.get_driver_version()}",
+        platform="CUDA",
+        warp_size=int(attr[a.WARP_SIZE]),
+        compute_capability=f"{major}.{minor}",
+        extra={
+            "memory_clock_mhz": attr.get(a.MEMORY_CLOCK_RATE, 0) / 1000.0,
+            "memory_bus_width_bits": int(attr.get(a.GLOBAL_MEMORY_BUS_WIDTH, 0)),
+            "l2_cache_bytes": int(attr.get(a.L2_CACHE_SIZE, 0)),
+            "max_threads_per_sm": int(attr[a.MAX_THREADS_PER_MULTIPROCESSOR]),
+            "registers_per_sm": int(attr.get(a.MAX_REGISTERS_PER_MULTIPROCESSOR, 0)),
+            "shared_memory_per_sm": int(attr.get(a.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 0)),
+            "double": True,
+        },
+    )
+
+
+def list_devices() -> list[DeviceInfo]:
+    if not _init():
+        return []
+    return [describe(i, cuda.Device(i)) for i in range(cuda.Device.count())]
+
+
+class CUDAEvent(Event):
+    def __init__(self, start: "cuda.Event", end: "cuda.Event"):
+        self.start, self.end = start, end
+
+    def seconds(self) -> float:
+        return self.end.time_since(self.start) * 1e-3
+
+
+class CUDAKernel(Kernel):
+    def __init__(self, function, name: str, module):
+        self.function, self.name, self.module = function, name, module
+
+
+class CUDABuffer(Buffer):
+    def __init__(self, allocation, nbytes: int):
+        self.allocation, self.nbytes = allocation, nbytes
+
+
+def _translate(exc: Exception, what: str) -> Exception:
+    if isinstance(exc, cuda.LogicError):
+        return UserError(f"{what}: {exc}")
+    return DeviceError(f"{what}: {type(exc).__name__}: {exc}")
+
+
+class CUDABackend(Backend):
+    kind = "cuda"
+    source_suffix = ".cu"
+
+    def __init__(self, index: int = 0):
+        if not _init() or index >= cuda.Device.count():
+            raise UserError(f"unknown device cuda:{index}; see `gpuprofiler devices`")
+        self.device = cuda.Device(index)
+        self.context = self.device.retain_primary_context()
+        self.context.push()
+        self.info = describe(index, self.device)
+        self._modules: dict[tuple, Any] = {}
+        self._hold_hook: HoldHook | None = None
+        # pycuda aborts the interpreter if a context is still pushed when it unloads
+        atexit.register(self.close)
+
+    def _timed(self, action) -> CUDAEvent:
+        start, end = cuda.Event(), cuda.Event()
+        start.record()
+        action()
+        end.record()
+        return CUDAEvent(start, end)
+
+    def compile(self, source: str, kernel_name: str, defines: dict[str, Any] | None = None,
+                options: Sequence[str] = ()) -> CUDAKernel:
+        from pycuda.compiler import SourceModule
+
+        opts = [f"-D{k}={v}" for k, v in (defines or {}).items()] + list(options)
+        key = (source, tuple(opts))
+        module = self._modules.get(key)
+        if module is None:
+            try:
+                module = SourceModule(source, options=opts, no_extern_c=True)
+            except cuda.CompileError as exc:
+                raise UserError(f"CUDA compile error:\n{(exc.stderr or str(exc)).strip()}") from None
+            except cuda.Error as exc:
+                raise _translate(exc, f"loading the module of {kernel_name}") from None
+            self._modules[key] = module
+        try:
+            function = module.get_function(kernel_name)
+        except cuda.LogicError:
+            raise UserError(f"kernel {kernel_name!r} not found in the source (declare it extern \"C\")") from None
+        return CUDAKernel(function, kernel_name, module)
+
+    def alloc(self, nbytes: int) -> CUDABuffer:
+        try:
+            return CUDABuffer(cuda.mem_alloc(max(int(nbytes), 1)), int(nbytes))
+        except cuda.Error as exc:
+            raise _translate(exc, f"allocating {nbytes} bytes") from None
+
+    def to_device(self, array: np.ndarray, buffer: CUDABuffer | None = None) -> tuple[CUDABuffer, CUDAEvent]:
+        array = np.ascontiguousarray(array)
+        buffer = buffer or self.alloc(array.nbytes)
+        try:
+            event = self._timed(lambda: cuda.memcpy_htod(buffer.allocation, array))
+        except cuda.Error as exc:
+            raise _translate(exc, "host-to-device copy") from None
+        return buffer, event
+
+    def from_device(self, buffer: CUDABuffer, out: np.ndarray) -> CUDAEvent:
+        try:
+            return self._timed(lambda: cuda.memcpy_dtoh(out, buffer.allocation))
+        except cuda.Error as exc:
+            raise _translate(exc, "device-to-host copy") from None
+
+    def launch(self, kernel: CUDAKernel, global_size: Sequence[int], local_size: Sequence[int] | None,
+               args: Sequence[Any]) -> CUDAEvent:
+        """Launch between two events (timed launches have the hold kernel queued first: :class:`HoldHook`)."""
+        local = tuple(int(x) for x in (local_size or [min(256, int(global_size[0]))]))
+        dims = len(global_size)
+        block = local + (1,) * (3 - len(local))
+        grid = tuple(-(-int(g) // int(l)) for g, l in zip(global_size, local)) + (1,) * (3 - dims)
+        native = [a.allocation if isinstance(a, CUDABuffer) else a for a in args]
+        try:
+            return self._timed(lambda: kernel.function(*native, block=block, grid=grid[:3]))
+        except cuda.Error as exc:
+            raise _translate(exc, f"launching {kernel.name}") from None
+
+    def launch_hooks(self) -> Sequence[LaunchHook]:
+        if self._hold_hook is None:
+            self._hold_hook = HoldHook(self)
+        return (self._hold_hook,)
+
+    def pinned_empty(self, nbytes: int) -> np.ndarray:
+        """Page-locked host memory (cudaHostAlloc)."""
+        return cuda.pagelocked_empty(int(nbytes), np.uint8)
+
+    def finish(self) -> None:
+        try:
+            cuda.Context.synchronize()
+        except cuda.Error as exc:
+            raise _translate(exc, "synchronizing") from None
+
+    def close(self) -> None:
+        if self.context is None:
+            return
+        context, self.context = self.context, None
+        atexit.unregister(self.close)
+        try:
+            context.pop()
+            context.detach()
+        except Exception:  # noqa: BLE001 - closing a context that is already gone
+            pass
+
+
+class HoldHook(LaunchHook):
+    """Queues a kernel that keeps the GPU busy for ``hold_s`` before each timed launch.
+
+    pycuda packs a launch's arguments in Python (tens of microseconds), and an idle GPU records the start
+    event at once, so the events around a plain launch time the host as well. With the GPU still busy
+    with the hold kernel, the start event fires when the GPU reaches the timed kernel. Where the host
+    took longer than the hold, the hold doubles for the next launch (up to ``MAX_HOLD_S``).
+    """
+
+    def __init__(self, backend: CUDABackend, hold_s: float = 50e-6):
+        self.backend = backend
+        self.hold_s = hold_s
+        self._kernel = None
+        self._queued = 0.0
+
+    def before_launch(self) -> None:
+        if self._kernel is None:
+            self._kernel = self.backend.compile(HOLD_SOURCE, "gpuprofiler_hold").function
+        self._queued = time.perf_counter()
+        try:
+            self._kernel(np.uint64(self.hold_s * 1e9), block=(1, 1, 1), grid=(1, 1, 1))
+        except cuda.Error as exc:
+            raise _translate(exc, "launching the hold kernel") from None
+
+    def after_launch(self) -> None:
+        if time.perf_counter() - self._queued > self.hold_s and self.hold_s < MAX_HOLD_S:
+            self.hold_s *= 2

@@ -1,0 +1,51 @@
+"""When sampling stops, and every timing default of the package in one place.
+
+The presets are what each command measures with; the command line's options (``--budget``,
+``--warmup``, ...) start from them. Microbenchmarks pick their own budgets with :func:`bench`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+# Warm-up time for a measurement that opens a sweep or a run, after which the device may have idled.
+SWEEP_WARMUP_S = 0.1
+
+
+@dataclass
+class TimingPolicy:
+    """When to stop sampling: at least ``min_samples``, then as soon as the median's 95% interval is within
+    ``rel_ci`` of it, or when ``budget_s`` of sampling is spent (or ``max_samples`` reached)."""
+
+    warmup: int = 2
+    warmup_s: float = 0.0  # and at least this long: a GPU idling at a low clock needs a while to reach boost
+    min_samples: int = 5
+    max_samples: int = 2000
+    rel_ci: float = 0.02
+    budget_s: float = 2.0
+    confidence: float = 0.95
+
+    def but(self, **changes) -> "TimingPolicy":
+        """A copy with some fields changed."""
+        return replace(self, **changes)
+
+
+# `gpuprofiler measure`
+MEASURE = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=2.0, rel_ci=0.02)
+# the small sizes and checked targets of `gpuprofiler extrapolate`
+SWEEP = MEASURE.but(budget_s=1.0)
+# `gpuprofiler validate` and `validate --quick`
+VALIDATE = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=1.0)
+VALIDATE_QUICK = TimingPolicy(warmup=1, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=0.25)
+
+
+def fixed(n: int, warmup: int = 0) -> TimingPolicy:
+    """Exactly ``n`` samples after ``warmup`` runs (for benchmarks that take a minimum or pair their runs)."""
+    return TimingPolicy(warmup=warmup, min_samples=n, max_samples=n, rel_ci=0.0, budget_s=float("inf"))
+
+
+def bench(quick: bool, budget_s: float, quick_budget_s: float | None = None, warmup: int = 1,
+          min_samples: int = 5) -> TimingPolicy:
+    """A microbenchmark's policy: ``budget_s`` of sampling per point (``quick_budget_s`` with ``--quick``)."""
+    budget = quick_budget_s if quick and quick_budget_s is not None else budget_s
+    return TimingPolicy(warmup=warmup, min_samples=min_samples, budget_s=budget)

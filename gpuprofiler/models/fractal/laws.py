@@ -1,0 +1,424 @@
+"""Scaling laws of run time against problem size, fitted on small sizes and extrapolated.
+
+* :class:`Fractal` -- the fractal model of Escobar & Boppana: ln T = m * ln(n / n_L) + d, so
+  T(n_L) = e^d and m is the fractal dimension;
+* :class:`Overhead` -- T = c0 + a * n^m, with c0 fixed (from the profile's launch overhead) or fitted;
+* :class:`TwoTerm` -- Extra-P's PMNF with one term: T = c0 + c1 * n^p * log2(n)^q, (p, q) from a grid;
+* :class:`WorkLaw` -- T = c0 + k * W(n), W the work the spec declares or the run wrapper counted;
+* :class:`CacheAware` -- T = c0 + k * S(n) / B(S(n)), the working set streamed at the bandwidth the
+  hardware profile measured for a working set of that size;
+* :class:`Polynomial` -- a polynomial of degree 1..4 in n (the paper's Figure 1 baseline);
+* :func:`choose` -- among the first five, the simplest whose leave-one-out error is within one standard
+  error (or the repeats' spread) of the best.
+
+Every law takes per-size samples (repeats), fits the per-size medians, and predicts with a
+95% interval that adds the fit's uncertainty, the misfit of the law and the spread of repeats.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy import optimize, stats
+
+from gpuprofiler.models.base import Prediction
+
+CONFIDENCE = 0.95
+
+
+def _medians(samples: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.array([float(np.median(s)) for s in samples])
+
+
+def repeat_log_variance(samples: Sequence[Sequence[float]]) -> float:
+    """Mean over sizes of the variance of ln(repeat) around its size's median: the spread of repeats."""
+    out = []
+    for s in samples:
+        s = np.asarray(s, float)
+        s = s[s > 0]
+        if len(s) > 1:
+            out.append(float(np.mean((np.log(s) - np.log(np.median(s))) ** 2)))
+    return float(np.mean(out)) if out else 0.0
+
+
+class ScalingModel:
+    """Base: ``fit(sizes, samples)`` then ``predict(size)``; subclasses implement ``_fit`` and ``_predict``."""
+
+    name = "model"
+    n_params = 2
+
+    def fit(self, sizes: Sequence[float], samples: Sequence[Sequence[float]] | Sequence[float]) -> "ScalingModel":
+        sizes = np.asarray(sizes, float)
+        samples = [np.atleast_1d(np.asarray(s, float)) for s in samples]
+        if len(sizes) != len(samples) or len(sizes) < self.n_params:
+            raise ValueError(f"{self.name}: needs at least {self.n_params} sizes, got {len(sizes)}")
+        self.sizes_, self.times_ = sizes, _medians(samples)
+        if np.any(self.times_ <= 0) or np.any(sizes <= 0):
+            raise ValueError(f"{self.name}: sizes and times must be positive")
+        self.rep_var_ = repeat_log_variance(samples)
+        self._fit(sizes, self.times_)
+        return self
+
+    def predict(self, size: float) -> Prediction:
+        value, log_sd, params = self._predict(float(size))
+        dof = max(len(self.sizes_) - self.n_params, 1)
+        t = stats.t.ppf(0.5 + CONFIDENCE / 2, dof)
+        half = min(t * math.sqrt(log_sd**2 + self.rep_var_), 700.0)  # a wider interval says nothing more
+        return Prediction(size, value, value * math.exp(-half), value * math.exp(half), self.name, details=params)
+
+    def predict_value(self, size: float) -> float:
+        return self._predict(float(size))[0]
+
+    def _fit(self, n: np.ndarray, t: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _predict(self, size: float) -> tuple[float, float, dict]:
+        raise NotImplementedError
+
+
+class Fractal(ScalingModel):
+    """ln T = m ln(n / n_L) + d, refitted for each target n_L as the paper does (x = 0 at the target)."""
+
+    name = "fractal"
+
+    def _fit(self, n, t):
+        self.x_ = np.log(n)
+        self.y_ = np.log(t)
+        res = stats.linregress(self.x_, self.y_)
+        self.m_, self.b_ = float(res.slope), float(res.intercept)
+        self.r2_ = float(res.rvalue**2)
+        k = len(n)
+        self.s2_ = float(np.sum((self.y_ - (self.m_ * self.x_ + self.b_)) ** 2) / max(k - 2, 1))
+
+    def _predict(self, size):
+        x0 = math.log(size)
+        d = self.m_ * x0 + self.b_  # = intercept of the fit in x = ln(n / n_L)
+        k = len(self.x_)
+        sxx = float(np.sum((self.x_ - self.x_.mean()) ** 2))
+        var = self.s2_ * (1 + 1 / k + (x0 - self.x_.mean()) ** 2 / sxx) if sxx > 0 else self.s2_
+        return math.exp(d), math.sqrt(var), {"m": self.m_, "d": d, "r2": self.r2_}
+
+
+class Overhead(ScalingModel):
+    """T = c0 + a n^m: a fixed overhead (launch) that a pure power law misses at small sizes."""
+
+    name = "overhead"
+    n_params = 3
+
+    def __init__(self, c0: float | None = None):
+        self.c0 = c0
+        if c0 is not None:
+            self.n_params = 2
+
+    def _fit(self, n, t):
+        scale = float(np.median(n))
+        x = n / scale
+        fixed = self.c0
+
+        def model(p):
+            c0 = fixed if fixed is not None else p[2]
+            return c0 + np.exp(p[0]) * x ** p[1]
+
+        def resid(p):
+            return np.log(np.maximum(model(p), 1e-300)) - np.log(t)
+
+        start_m = stats.linregress(np.log(n), np.log(t)).slope
+        p0 = [math.log(float(np.median(t))), max(start_m, 0.05)]
+        lo, hi = [-np.inf, 0.0], [np.inf, 6.0]
+        if fixed is None:
+            p0.append(float(t.min()) * 0.5)
+            lo.append(0.0)
+            hi.append(float(t.min()))
+        res = optimize.least_squares(resid, p0, bounds=(lo, hi))
+        self.p_, self.scale_ = res.x, scale
+        k = len(n)
+        self.s2_ = float(np.sum(res.fun**2) / max(k - len(p0), 1))
+        try:
+            self.cov_ = np.linalg.pinv(res.jac.T @ res.jac) * self.s2_
+        except np.linalg.LinAlgError:
+            self.cov_ = np.zeros((len(p0), len(p0)))
+        self._model = model
+
+    def _predict(self, size):
+        x = size / self.scale_
+        p = self.p_
+        value = float(self._model_at(p, x))
+        eps = 1e-6
+        grad = np.array([(math.log(self._model_at(p + eps * np.eye(len(p))[i], x)) - math.log(value)) / eps
+                         for i in range(len(p))])
+        var = float(grad @ self.cov_ @ grad) + self.s2_
+        c0 = self.c0 if self.c0 is not None else float(p[2])
+        return value, math.sqrt(max(var, 0.0)), {"c0": c0, "a": math.exp(p[0]) * self.scale_ ** -p[1], "m": float(p[1])}
+
+    def _model_at(self, p, x):
+        c0 = self.c0 if self.c0 is not None else p[2]
+        return c0 + math.exp(p[0]) * x ** p[1]
+
+
+EXPONENTS = (0.5, 2 / 3, 0.75, 1.0, 1.25, 4 / 3, 1.5, 5 / 3, 1.75, 2.0, 2.25, 2.5, 2.75, 3.0)
+LOGS = (0, 1, 2)
+
+
+def _relative_fit(x: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """c0, c1 of t = c0 + c1 x by least squares in relative error, with c0 >= 0 (else through the origin:
+    c1 = sum(x/t) / sum(x^2/t^2)). x is scaled to at most 1 before solving, so that n^3 log2(n)^2 stays well
+    conditioned."""
+    xs = float(x.max())
+    w = 1.0 / t
+    X = np.column_stack([np.ones_like(x), x / xs]) * w[:, None]
+    coef, *_ = np.linalg.lstsq(X, np.ones_like(x), rcond=None)
+    c0, c1 = float(coef[0]), float(coef[1]) / xs
+    if c0 < 0:  # no negative constant: refit through the origin
+        c0, c1 = 0.0, float(np.sum(x * w) / np.sum(x * x * w * w))
+    return c0, c1
+
+
+def _two_term_coef(n: np.ndarray, t: np.ndarray, p: float, q: int) -> np.ndarray | None:
+    """c0, c1 of T = c0 + c1 n^p log2(n)^q by least squares in relative error (c0 >= 0, c1 > 0), or None."""
+    c0, c1 = _relative_fit(n**p * np.log2(n) ** q, t)
+    return np.array([c0, c1]) if c1 > 0 else None
+
+
+class TwoTerm(ScalingModel):
+    """Extra-P's one-term PMNF: T = c0 + c1 n^p log2(n)^q, fitted by least squares in relative error for each
+    (p, q) of Extra-P's grid; like Extra-P, the hypothesis is chosen by leave-one-out cross-validation, not
+    by in-sample residual, which overfits a narrow size range: the plainest hypothesis (no log, exponent
+    nearest 1) within one standard error of the best score."""
+
+    name = "two-term"
+
+    def _fit(self, n, t):
+        k = len(n)
+        scored = []
+        for p in EXPONENTS:
+            for q in LOGS:
+                coef = _two_term_coef(n, t, p, q)
+                if coef is None:
+                    continue
+                cv = []
+                for i in range(k):
+                    keep = np.arange(k) != i
+                    c = _two_term_coef(n[keep], t[keep], p, q) if k > 3 else coef
+                    if c is None:
+                        cv = [np.inf] * k
+                        break
+                    cv.append(abs((c[0] + c[1] * n[i] ** p * np.log2(n[i]) ** q) / t[i] - 1))
+                score, se = loo_score(cv)
+                scored.append((score, se, p, q, coef))
+        best = None
+        finite = [x for x in scored if math.isfinite(x[0])]
+        if finite:
+            top = min(finite, key=lambda x: x[0])
+            # one-standard-error rule among hypotheses: the plainest (no log, exponent nearest 1) within reach
+            near = [x for x in finite if x[0] <= top[0] + top[1] + 1e-9]  # 1e-9: rounding of exact fits
+            best = min(near, key=lambda x: (x[3], abs(x[2] - 1.0), x[0]))
+        if best is None:
+            raise ValueError("two-term: no hypothesis with a positive term")
+        _, _, self.p_, self.q_, self.coef_ = best
+        w = 1.0 / t
+        term = n**self.p_ * np.log2(n) ** self.q_
+        X = np.column_stack([np.ones_like(n), term]) * w[:, None]
+        rss = float(np.sum(((self.coef_[0] + self.coef_[1] * term) / t - 1) ** 2))
+        k = len(n)
+        self.s2_ = rss / max(k - 2, 1)
+        self.xtx_inv_ = np.linalg.pinv(X.T @ X)
+
+    def _predict(self, size):
+        term = size**self.p_ * math.log2(size) ** self.q_
+        value = float(self.coef_[0] + self.coef_[1] * term)
+        x0 = np.array([1.0, term]) / max(value, 1e-300)
+        var = self.s2_ * (1 + float(x0 @ self.xtx_inv_ @ x0))
+        # relative standard deviation ~ log standard deviation for small values
+        return value, math.sqrt(var), {"c0": float(self.coef_[0]), "c1": float(self.coef_[1]), "p": self.p_,
+                                       "q": self.q_}
+
+
+class Polynomial(ScalingModel):
+    """T = polynomial of ``degree`` in n (least squares): the baseline the fractal paper shows failing."""
+
+    def __init__(self, degree: int):
+        self.degree = degree
+        self.name = f"poly{degree}"
+        self.n_params = degree + 1
+
+    def _fit(self, n, t):
+        self.scale_ = float(n.max())
+        self.coef_ = np.polyfit(n / self.scale_, t, self.degree)
+        k = len(n)
+        resid = np.polyval(self.coef_, n / self.scale_) / t - 1
+        self.s2_ = float(np.sum(resid**2) / max(k - self.n_params, 1))
+
+    def _predict(self, size):
+        value = float(np.polyval(self.coef_, size / self.scale_))
+        return value, math.sqrt(self.s2_), {"degree": self.degree}
+
+    def predict(self, size: float) -> Prediction:
+        value, sd, params = self._predict(float(size))
+        return Prediction(size, value, value - 2 * sd * abs(value), value + 2 * sd * abs(value), self.name,
+                          details=params)
+
+
+def loo_errors(model_factory, sizes: np.ndarray, samples: list) -> list[float]:
+    """|relative error| predicting each size from the others (leave-one-out); inf where a fit fails."""
+    errors = []
+    for i in range(len(sizes)):
+        keep = [j for j in range(len(sizes)) if j != i]
+        try:
+            m = model_factory().fit(sizes[keep], [samples[j] for j in keep])
+            pred = m.predict_value(float(sizes[i]))
+        except (ValueError, np.linalg.LinAlgError, RuntimeError):
+            return [math.inf] * len(sizes)
+        actual = float(np.median(samples[i]))
+        errors.append(abs(pred - actual) / actual if math.isfinite(pred) and pred > 0 else math.inf)
+    return errors
+
+
+def repeat_spread(samples: Sequence[Sequence[float]]) -> float:
+    """Typical relative spread of the repeats at one size: the median over sizes of IQR / median."""
+    spreads = [float(np.subtract(*np.percentile(v, [75, 25])) / np.median(v)) for v in samples if len(v) >= 4]
+    return float(np.median(spreads)) if spreads else 0.0
+
+
+def loo_score(errors: list[float]) -> tuple[float, float]:
+    """Score and standard error of leave-one-out errors. The largest size -- the only one predicted by
+    extrapolation, which is the model's job -- weighs as much as all the others together."""
+    if not errors or not all(math.isfinite(e) for e in errors):
+        return math.inf, math.inf
+    if len(errors) == 1:
+        return errors[0], 0.0
+    weights = np.array([0.5 / (len(errors) - 1)] * (len(errors) - 1) + [0.5])
+    e = np.asarray(errors)
+    score = float(weights @ e)
+    se = float(np.sqrt(weights @ (e - score) ** 2 / (len(e) - 1)))
+    return score, se
+
+
+# simplest first: the one-standard-error rule picks the first whose score is within one SE of the best
+SIMPLICITY = ("work", "fractal", "cache-aware", "overhead", "two-term")
+
+
+def candidates(c0: float | None = None, working_set=None, curve: Sequence[tuple[float, float]] | None = None,
+               work=None) -> dict:
+    """The models :func:`choose` compares: pure fractal, overhead-aware (c0 fixed when known, else fitted),
+    two-term; with the spec's work count the work law; with a working-set function and the profile's
+    bandwidth curve the cache-aware law."""
+    out = {"fractal": Fractal, "overhead": (lambda: Overhead(c0)) if c0 else Overhead, "two-term": TwoTerm}
+    if work is not None:
+        out["work"] = lambda: WorkLaw(work)
+    if working_set is not None and curve:
+        out["cache-aware"] = lambda: CacheAware(working_set, curve)
+    return out
+
+
+def choose(sizes, samples, c0: float | None = None, working_set=None,
+           curve: Sequence[tuple[float, float]] | None = None, work=None) -> tuple[ScalingModel, dict[str, float]]:
+    """Fit every candidate, score it by leave-one-out, keep the simplest within one standard error of the best."""
+    sizes = np.asarray(sizes, float)
+    samples = [np.atleast_1d(np.asarray(s, float)) for s in samples]
+    scores = {}
+    options = candidates(c0, working_set, curve, work)
+    ses = {}
+    for name, factory in options.items():
+        needed = factory().n_params + 2  # a leave-one-out fit keeps at least one spare point
+        if len(sizes) >= needed:
+            scores[name], ses[name] = loo_score(loo_errors(factory, sizes, samples))
+        else:
+            scores[name], ses[name] = math.inf, math.inf
+    best = min(scores, key=lambda k: scores[k])
+    if not math.isfinite(scores[best]):
+        return Fractal().fit(sizes, samples), scores
+    # one-standard-error rule: among models within one SE of the best, the simplest; noise in the small
+    # sizes otherwise decides between laws that differ wildly 8x further out. Differences smaller than the
+    # repeats' own spread cannot be resolved either, so that spread widens the margin.
+    limit = scores[best] + max(ses[best], repeat_spread(samples)) + 1e-9  # 1e-9: rounding of exact fits
+    chosen = next(n for n in SIMPLICITY if n in scores and scores[n] <= limit)
+    model = options[chosen]().fit(sizes, samples)
+    # the laws the small sizes could not tell from the chosen one: their spread at the target is part of
+    # the prediction's uncertainty (see rival_bounds)
+    model.rivals_ = [options[n]().fit(sizes, samples) for n in scores if n != chosen and scores[n] <= limit]
+    return model, scores
+
+
+def rival_bounds(model: ScalingModel, size: float) -> tuple[float, float]:
+    """The lowest and highest prediction at ``size`` among the chosen model's rivals (laws scored within the
+    choice margin) and the model itself: what the choice of law alone leaves open."""
+    values = [model.predict_value(size)]
+    for rival in getattr(model, "rivals_", []):
+        v = rival.predict_value(size)
+        if math.isfinite(v) and v > 0:
+            values.append(v)
+    return min(values), max(values)
+
+
+class CacheAware(ScalingModel):
+    """T = c0 + k * W(n) / B(W(n)): the working set W(n) streamed at the bandwidth B the hardware profile measured
+    for a working set of that size (its read-bandwidth-versus-working-set curve). One scale k (and c0) is
+    fitted on the small sizes; the profile carries the prediction across cache boundaries that the small
+    sizes do not reach, which a power law cannot see."""
+
+    name = "cache-aware"
+
+    def __init__(self, working_set, curve: Sequence[tuple[float, float]]):
+        """``curve``: the profile's read bandwidth against working set, (bytes, B/s) pairs."""
+        self.working_set = working_set
+        pts = sorted((float(b), float(bw)) for b, bw in curve)
+        self.cx = np.log([p[0] for p in pts])
+        self.cy = np.log([p[1] for p in pts])
+
+    def seconds_per_pass(self, n: float) -> float:
+        w = float(self.working_set(n))
+        bw = math.exp(float(np.interp(math.log(w), self.cx, self.cy)))  # clamped at both ends of the curve
+        return w / bw
+
+    def _fit(self, n, t):
+        x = np.array([self.seconds_per_pass(v) for v in n])
+        coef = np.array(_relative_fit(x, t))
+        if coef[1] <= 0:
+            raise ValueError("cache-aware: time does not grow with the streamed working set")
+        self.coef_ = coef
+        rel = (coef[0] + coef[1] * x) / t - 1
+        self.s2_ = float(np.sum(rel**2) / max(len(n) - 2, 1))
+        X = np.column_stack([np.ones_like(x), x]) / t[:, None]
+        self.xtx_inv_ = np.linalg.pinv(X.T @ X)
+
+    def _predict(self, size):
+        x = self.seconds_per_pass(size)
+        value = float(self.coef_[0] + self.coef_[1] * x)
+        x0 = np.array([1.0, x]) / max(value, 1e-300)
+        var = self.s2_ * (1 + float(x0 @ self.xtx_inv_ @ x0))
+        return value, math.sqrt(var), {"c0": float(self.coef_[0]), "k": float(self.coef_[1])}
+
+
+class WorkLaw(ScalingModel):
+    """T = c0 + k * W(n) with W the work the spec declares (bytes moved, else flops): the exponent comes from
+    the kernel's own work count instead of being fitted, so a narrow range of small sizes cannot bend it.
+    Least squares in absolute time, so the largest sizes -- nearest the target, and longest, so least
+    disturbed by a shared machine -- weigh most."""
+
+    name = "work"
+
+    def __init__(self, work):
+        self.work = work
+
+    def _fit(self, n, t):
+        x = np.array([float(self.work(v)) for v in n])
+        # ordinary least squares in absolute time: the largest sizes, nearest the target, weigh most
+        X = np.column_stack([np.ones_like(x), x])
+        coef, *_ = np.linalg.lstsq(X, t, rcond=None)
+        if coef[1] <= 0:
+            raise ValueError("work law: time does not grow with the work")
+        self.coef_ = coef
+        resid = (coef[0] + coef[1] * x) - t
+        self.s2_abs_ = float(np.sum(resid**2) / max(len(n) - 2, 1))
+        self.xtx_inv_ = np.linalg.pinv(X.T @ X)
+
+    def _predict(self, size):
+        x = float(self.work(size))
+        value = float(self.coef_[0] + self.coef_[1] * x)
+        if value <= 0:
+            return float("nan"), float("inf"), {}
+        x0 = np.array([1.0, x])
+        sd_abs = math.sqrt(self.s2_abs_ * (1 + float(x0 @ self.xtx_inv_ @ x0)))
+        return value, sd_abs / value, {"c0": float(self.coef_[0]), "k": float(self.coef_[1])}

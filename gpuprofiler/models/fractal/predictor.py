@@ -1,0 +1,119 @@
+"""The fractal extrapolator as a predictor: fitted on a sweep of an item's small sizes, it predicts its large
+sizes (Escobar & Boppana's method and the laws past it, :mod:`.extrapolate`)."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any, Sequence
+
+from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
+from gpuprofiler.models.fractal.extrap import evaluate_model, extrap_models
+from gpuprofiler.models.fractal.extrapolate import MIN_POINTS, Extrapolation, extrapolate
+from gpuprofiler.models.fractal.regimes import regime_warnings
+from gpuprofiler.profile.hardware import view
+from gpuprofiler.workloads.apps import App
+from gpuprofiler.workloads.spec import KernelSpec
+from gpuprofiler.workloads.sweep import Sweep, work_count, work_items, working_set
+
+
+def size_functions(item: Any, probe: int):
+    """The item's working-set and work-item counts as functions of size (None where it declares none)."""
+    ws = (lambda n: working_set(item, n)) if working_set(item, probe) is not None else None
+    wi = (lambda n: work_items(item, n)) if work_items(item, probe) is not None else None
+    return ws, wi
+
+
+class FractalPredictor(Predictor):
+    """Fits each major phase of a small-size sweep with the law leave-one-out picks, and extrapolates.
+
+    Parameters: ``coverage``, the share of the run the major phases cover; ``extrap``, also run Extra-P's
+    default model as a baseline where it is installed.
+    """
+
+    name = "fractal"
+    description = "fractal extrapolation from a small-size sweep (Escobar & Boppana) with overhead, work, cache laws"
+    needs_measurements = True
+
+    def __init__(self, coverage: float = 0.7, extrap: bool = False):
+        self.coverage = coverage
+        self.extrap = extrap
+
+    def applies_to(self, item: Any, profile: Any) -> Applicability:
+        if not isinstance(item, (KernelSpec, App)):
+            return refuse(f"it extrapolates kernel specs and apps, not {type(item).__name__}")
+        return APPLIES
+
+    def fit(self, item: Any, profile: Any = None, measurements: Sweep | None = None) -> "FractalPredictor":
+        self._refuse_unless(item, profile)
+        if measurements is None or len(measurements.sizes) < MIN_POINTS:
+            have = 0 if measurements is None else len(measurements.sizes)
+            raise NotApplicable(f"fractal: needs a sweep of at least {MIN_POINTS} small sizes (got {have})")
+        hw = view(profile)
+        self.item_ = item
+        self.profile_ = profile
+        self.working_set_, self.work_items_ = size_functions(item, max(measurements.sizes))
+        c0 = hw.figure("launch.event_s").value
+        self.extrapolation_ = extrapolate(measurements, coverage=self.coverage, c0=c0, working_set=self.working_set_,
+                                          curve=hw.bandwidth_curve or None, work=work_count(item))
+        self.extrap_models_: dict[str, str] | None = None
+        self.extrap_error_: str | None = None
+        if self.extrap:
+            try:
+                self.extrap_models_ = extrap_models(measurements.subset(self.extrapolation_.used))
+            except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:
+                self.extrap_error_ = f"Extra-P baseline skipped: {exc}"
+        self.fitted_ = True
+        return self
+
+    @property
+    def small_sizes_(self) -> list[int]:
+        ex = self.extrapolation_
+        return [ex.sweep.sizes[i] for i in ex.used]
+
+    def target_warnings(self, sizes: Sequence[int]) -> list[str]:
+        """The fit's own warnings, then targets on the other side of a regime boundary than the small sizes."""
+        return list(self.extrapolation_.warnings) + regime_warnings(
+            self.small_sizes_, list(sizes), self.working_set_, self.work_items_, self.profile_)
+
+    def warnings(self) -> list[str]:
+        return list(self.extrapolation_.warnings) if getattr(self, "fitted_", False) else []
+
+    def predict(self, sizes: Sequence[int]) -> list[Prediction]:
+        """One prediction per target; its details are the ``extrapolate --json`` record without the check."""
+        self._fitted()
+        warnings = self.target_warnings(sizes)
+        return [self._predict_one(int(t), warnings) for t in sizes]
+
+    def _predict_one(self, t: int, warnings: list[str]) -> Prediction:
+        ex: Extrapolation = self.extrapolation_
+        chosen = ex.predict(t)
+        frac = ex.predict(t, which="fractal")
+        rec: dict[str, Any] = {"size": t, "predicted_s": chosen.seconds, "interval_s": [chosen.low, chosen.high],
+                               "model": chosen.summary, **chosen.details,
+                               "fractal_s": frac.seconds, "fractal_interval_s": [frac.low, frac.high],
+                               "baselines_s": ex.baselines(t)}
+        if self.extrap_models_:
+            key = "total" if "total" in self.extrap_models_ else next(iter(self.extrap_models_))
+            try:
+                rec["baselines_s"]["extrap"] = evaluate_model(self.extrap_models_[key], "n", t)
+                rec["extrap_model"] = self.extrap_models_[key]
+            except Exception as exc:  # noqa: BLE001 - an expression we cannot evaluate is reported, not fatal
+                rec["extrap_error"] = str(exc)
+        rec["small_sizes"] = self.small_sizes_
+        rec["warnings"] = list(warnings)
+        return Prediction(t, chosen.seconds, chosen.low, chosen.high, self.name, chosen.summary, rec)
+
+
+def check_record(record: dict[str, Any], measured: Sweep) -> dict[str, Any]:
+    """The record of a prediction with the measured target beside it: its median and interval, and the signed
+    relative errors (predicted - measured) / measured of the chosen, pure fractal and baseline predictions."""
+    s = measured.total_summary()
+    med = s.median
+    rec = dict(record)
+    rec["measured_s"] = med
+    rec["measured_interval_s"] = [s.ci_low, s.ci_high]
+    rec["error"] = (rec["predicted_s"] - med) / med
+    rec["fractal_error"] = (rec["fractal_s"] - med) / med
+    rec["inside_interval"] = rec["interval_s"][0] <= med <= rec["interval_s"][1]
+    rec["baseline_errors"] = {k: (None if v is None else (v - med) / med) for k, v in rec["baselines_s"].items()}
+    return rec

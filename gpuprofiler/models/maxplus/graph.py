@@ -1,0 +1,217 @@
+"""Kernel graphs: nodes are data states, arcs carry the time to move or transform data.
+
+Matrix convention (the paper's): z_ij is the time of the arc from node j to node i, so a column is
+a source and a row a destination. An operation's time is a self-loop on its node (section 8).
+Barriers split a kernel into :class:`Fragment` graphs that run one after another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler.models.maxplus.algebra import EPS
+
+
+@dataclass
+class Arc:
+    """An arc src -> dst; ``kind`` is read, write, local_read, local_write, move (no time) or time
+    (a named time, ``info["symbol"]``, as in the paper's Table 1)."""
+
+    src: int
+    dst: int
+    kind: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class KernelGraph:
+    """One fragment of a kernel: named nodes, arcs, self-loops (operation times), inputs, outputs."""
+
+    names: list[str] = field(default_factory=list)
+    arcs: list[Arc] = field(default_factory=list)
+    loops: dict[int, dict[str, Any]] = field(default_factory=dict)
+    inputs: list[int] = field(default_factory=list)
+    outputs: list[int] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.names)
+
+    def add_node(self, name: str, role: str | None = None) -> int:
+        self.names.append(name)
+        node = len(self.names) - 1
+        if role == "input":
+            self.inputs.append(node)
+        elif role == "output":
+            self.outputs.append(node)
+        return node
+
+    def add_arc(self, src: int, dst: int, kind: str, **info: Any) -> Arc:
+        if src == dst:
+            raise ValueError("an operation's own time is a loop: use add_loop")
+        arc = Arc(src, dst, kind, info)
+        self.arcs.append(arc)
+        return arc
+
+    def add_loop(self, node: int, **info: Any) -> None:
+        self.loops[node] = {"kind": "op", **info}
+
+
+def _bigger(a, b):
+    """(+) of two parallel arcs, for numbers or sympy expressions."""
+    try:
+        return max(a, b)
+    except TypeError:
+        import sympy
+
+        return sympy.Max(a, b)
+
+
+@dataclass
+class Kernel:
+    """A kernel as fragments separated by barriers; the fragments run strictly one after another."""
+
+    name: str
+    fragments: list[KernelGraph]
+    notes: list[str] = field(default_factory=list)
+
+
+def levels(n: int, dst: np.ndarray, src: np.ndarray, loops: np.ndarray | None = None,
+           loops_once: bool = True) -> tuple[np.ndarray, int]:
+    """The paper's height procedure: strike out nodes with no incoming arcs, round after round.
+
+    Returns each node's round (0-based) and the height k = rounds - 1. With ``loops_once`` a node
+    whose only incoming arc is its self-loop spends one round having the loop removed (section 8).
+    A cycle through several nodes (a data-dependent loop) has no height and raises ValueError.
+    """
+    dst = np.asarray(dst, dtype=np.int64)
+    src = np.asarray(src, dtype=np.int64)
+    pending = np.zeros(n, dtype=bool) if loops is None else np.asarray(loops, dtype=bool).copy()
+    if pending.any() and not loops_once:
+        raise ValueError("the graph has self-loops: its plain height is unbounded (count loops once)")
+    indeg = np.bincount(dst, minlength=n).astype(np.int64)
+    order = np.argsort(src, kind="stable")
+    out_dst = dst[order]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))])
+    level = np.full(n, -1, dtype=np.int64)
+    alive = np.ones(n, dtype=bool)
+    frontier = np.flatnonzero(indeg == 0)
+    rounds = 0
+    while frontier.size:
+        looped = frontier[pending[frontier]]
+        pending[looped] = False
+        gone = frontier[~np.isin(frontier, looped, assume_unique=True)] if looped.size else frontier
+        level[gone] = rounds
+        alive[gone] = False
+        rounds += 1
+        targets = out_dst[_ranges(indptr, gone)]
+        if targets.size:
+            np.subtract.at(indeg, targets, 1)
+            hit = np.unique(targets)
+            fresh = hit[indeg[hit] == 0]
+        else:
+            fresh = np.empty(0, dtype=np.int64)
+        frontier = np.concatenate([looped, fresh])
+    if alive.any():
+        stuck = np.flatnonzero(alive)[:5].tolist()
+        raise ValueError(f"the graph has a cycle through nodes {stuck}: no finite height (a loop of "
+                         "data-dependent length cannot be modelled)")
+    return level, rounds - 1
+
+
+def _ranges(indptr: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Indices of the CSR rows ``nodes`` concatenated, without a Python loop."""
+    starts = indptr[nodes]
+    lens = indptr[nodes + 1] - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    return offsets + np.arange(total)
+
+
+def longest(n: int, dst, src, weight, inputs: Sequence[int], outputs: Sequence[int],
+            loop_weight: np.ndarray | None = None) -> float:
+    """Latest output time with inputs ready at 0: <1_o, (I (+) Z)^k (.) 1_i> for the loop-free matrix,
+    each node's own loop (operation time) counted once. Sparse and level by level: O(arcs) work.
+
+    When every input-output path has k arcs this is the paper's <1_o, Z^k (.) 1_i>.
+    """
+    dst = np.asarray(dst, dtype=np.int64)
+    src = np.asarray(src, dtype=np.int64)
+    weight = np.asarray(weight, dtype=float)
+    loops = None if loop_weight is None else np.isfinite(loop_weight)
+    level, k = levels(n, dst, src, loops)
+    x = np.full(n, EPS)
+    x[list(inputs)] = 0.0
+    lw = np.zeros(n) if loop_weight is None else np.where(np.isfinite(loop_weight), loop_weight, 0.0)
+    src_level = level[src]
+    order = np.argsort(src_level, kind="stable")
+    bounds = np.searchsorted(src_level[order], np.arange(k + 2))
+    node_order = np.argsort(level, kind="stable")
+    node_bounds = np.searchsorted(level[node_order], np.arange(k + 2))
+    for r in range(k + 1):
+        nodes = node_order[node_bounds[r]:node_bounds[r + 1]]
+        x[nodes] += lw[nodes]
+        arcs = order[bounds[r]:bounds[r + 1]]
+        if arcs.size:
+            np.maximum.at(x, dst[arcs], x[src[arcs]] + weight[arcs])
+    outs = list(outputs)
+    return float(x[outs].max()) if outs else EPS
+
+
+def graph_time(g: KernelGraph, weights: Sequence[float], loop_values: dict[int, float] | None = None) -> float:
+    """:func:`longest` on a :class:`KernelGraph`: ``weights`` per arc (in ``g.arcs`` order), loop times per node."""
+    lw = None
+    if g.loops:
+        lw = np.full(g.size, EPS)
+        for node in g.loops:
+            lw[node] = (loop_values or {}).get(node, 0.0)
+    return longest(g.size, [a.dst for a in g.arcs], [a.src for a in g.arcs], weights, g.inputs, g.outputs, lw)
+
+
+def height(g: KernelGraph, loops_once: bool = True, with_loops: bool = True) -> int:
+    """The height k of a fragment (section 6; its loops counted once, section 8, unless ``with_loops`` is off)."""
+    loops = np.zeros(g.size, dtype=bool)
+    if with_loops:
+        loops[list(g.loops)] = True
+    return levels(g.size, [a.dst for a in g.arcs], [a.src for a in g.arcs], loops, loops_once)[1]
+
+
+def collapse(n: int, arcs: dict[tuple[int, int], Any], loops: dict[int, Any], keep: set[int],
+             plus=None, big=None) -> tuple[dict[tuple[int, int], Any], dict[int, Any]]:
+    """Series/parallel reduction (Table 1): parallel arcs become one arc with the larger time (max),
+    a node with one arc in and one arc out (not in ``keep``: inputs and outputs) becomes one arc with
+    the sum of the times, its own loop counted once. The time from inputs to outputs is unchanged.
+
+    ``arcs`` maps (src, dst) to a time; ``plus`` and ``big`` default to + and max (pass sympy's for
+    symbols). Returns the reduced arcs and loops.
+    """
+    plus = plus or (lambda a, b: a + b)
+    big = big or _bigger
+    arcs, loops = dict(arcs), dict(loops)
+    changed = True
+    while changed:
+        changed = False
+        ins: dict[int, list[tuple[int, int]]] = {}
+        outs: dict[int, list[tuple[int, int]]] = {}
+        for (s, d) in arcs:
+            ins.setdefault(d, []).append((s, d))
+            outs.setdefault(s, []).append((s, d))
+        for v in range(n):
+            if v in keep or len(ins.get(v, [])) != 1 or len(outs.get(v, [])) != 1:
+                continue
+            (u, _), (_, w) = ins[v][0], outs[v][0]
+            if u == w or u == v or w == v:
+                continue
+            time = plus(arcs.pop((u, v)), arcs.pop((v, w)))
+            if v in loops:
+                time = plus(time, loops.pop(v))
+            arcs[(u, w)] = big(arcs[(u, w)], time) if (u, w) in arcs else time
+            changed = True
+            break
+    return arcs, loops

@@ -1,0 +1,78 @@
+"""The max-plus model as a predictor: the kernel's data graph, built from its source at each size, timed with
+the hardware profile's memory and operation figures (Antonyuk & Mikheev)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
+from gpuprofiler.models.maxplus.builder import build_spec
+from gpuprofiler.models.maxplus.models import MODELS, parameters, predict
+from gpuprofiler.profile.hardware import view
+from gpuprofiler.workloads.spec import KernelSpec
+
+
+class MaxPlusPredictor(Predictor):
+    """One kernel's time from its max-plus graph (the serial model with pipelined batches by default).
+
+    Parameters: ``model`` (naive, ops, serial, cache), ``batches`` (sequential or pipelined; the model's
+    default when None), ``n`` (work-items at once; the profile's concurrency when None), ``line_bytes``
+    (bytes a strided access fetches; 64 on a CPU, 32 on a GPU when None), ``backend`` (which source of the
+    spec to read; the profile's API when None).
+    """
+
+    name = "maxplus"
+    description = "max-plus model of the kernel's data graph, timed with the profile (Antonyuk & Mikheev)"
+
+    def __init__(self, model: str = "serial", batches: str | None = None, n: int | None = None,
+                 line_bytes: int | None = None, backend: str | None = None):
+        self.model = model
+        self.batches = batches
+        self.n = n
+        self.line_bytes = line_bytes
+        self.backend = backend
+
+    def applies_to(self, item: Any, profile: Any) -> Applicability:
+        if not isinstance(item, KernelSpec):
+            return refuse("it models one kernel: not applied to apps")
+        if profile is None:
+            return refuse("it needs a hardware profile (`gpuprofiler calibrate`)")
+        if self.model not in MODELS:
+            return refuse(f"unknown model {self.model!r}: choose from {', '.join(MODELS)}")
+        return APPLIES
+
+    def fit(self, item: Any, profile: Any = None, measurements: Any = None) -> "MaxPlusPredictor":
+        """Builds the graph once at the item's first small size, so a kernel the builder refuses (a loop whose
+        length depends on data) is refused here, with the builder's reason."""
+        self._refuse_unless(item, profile)
+        self.spec_ = item
+        self.profile_ = profile
+        self.kind_ = self.backend or view(profile).backend or "opencl"
+        self.graphs_: dict[int, Any] = {}
+        probe = (item.small or item.target or [16])[0]
+        try:
+            self._build(probe)
+        except UserError as exc:
+            raise NotApplicable(f"maxplus: {exc}") from None
+        self.fitted_ = True
+        return self
+
+    def _build(self, size: int):
+        """The spec instance and kernel graph at ``size`` (built once per size)."""
+        if size not in self.graphs_:
+            inst = self.spec_.instantiate(size)
+            self.graphs_[size] = (inst, build_spec(inst, self.kind_))
+        return self.graphs_[size]
+
+    def predict(self, sizes: Sequence[int]) -> list[Prediction]:
+        self._fitted()
+        out = []
+        for size in sizes:
+            inst, kernel = self._build(int(size))
+            params = parameters(self.profile_, kernel, self.n, self.line_bytes)
+            pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches)
+            pred.details["notes"] = list(kernel.notes)
+            out.append(pred)
+        return out

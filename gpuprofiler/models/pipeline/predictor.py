@@ -1,0 +1,73 @@
+"""The PTX pipeline model as a predictor: a kernel spec's CUDA source as PTX, its launch at each size, simulated
+on one SM of the profile's NVIDIA GPU (Zhang, Chen and Ming's static model and the parts past it)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
+from gpuprofiler.models.pipeline.occupancy import normalise_arch
+from gpuprofiler.models.pipeline.predict import DEFAULT_BUDGET, Options, predict
+from gpuprofiler.models.pipeline.specs import spec_launch
+from gpuprofiler.profile.hardware import view
+from gpuprofiler.workloads.spec import KernelSpec
+
+
+class PipelinePredictor(Predictor):
+    """One kernel launch's time from a one-SM pipeline simulation of its PTX.
+
+    Parameters: ``arch`` (``sm_XX``; the profile's when None), ``budget`` (most warp-instructions simulated
+    before extrapolating), ``trips`` (trip counts of loops not known statically, by label or line) and
+    ``default_trip`` (for the others).
+    """
+
+    name = "pipeline"
+    description = "static PTX pipeline simulation on one SM (Zhang, Chen and Ming), NVIDIA GPUs"
+
+    def __init__(self, arch: str | None = None, budget: int = DEFAULT_BUDGET, trips: dict[str, int] | None = None,
+                 default_trip: int = 1):
+        self.arch = arch
+        self.budget = budget
+        self.trips = trips
+        self.default_trip = default_trip
+
+    def applies_to(self, item: Any, profile: Any) -> Applicability:
+        if not isinstance(item, KernelSpec):
+            return refuse("it models one kernel launch: not applied to apps")
+        hw = view(profile)
+        if not hw.is_nvidia_gpu:
+            what = f"{hw.name} ({hw.backend}, {hw.kind})" if profile is not None else "no profile"
+            return refuse(f"it models NVIDIA GPUs and the profile's device, {what}, is not one")
+        if "cuda" not in item.sources:
+            return refuse("the spec has no CUDA source")
+        if item.local_size is None:
+            return refuse("the spec gives no launch.local (the block size)")
+        return APPLIES
+
+    def fit(self, item: Any, profile: Any = None, measurements: Any = None) -> "PipelinePredictor":
+        """Compiles the kernel to PTX (a committed fixture, nvcc or NVRTC) at the item's first small size, so a
+        kernel the model cannot read is refused here."""
+        self._refuse_unless(item, profile)
+        self.spec_ = item
+        self.profile_ = profile
+        self.arch_ = normalise_arch(self.arch or view(profile).arch)
+        try:
+            spec_launch(item, (item.small or item.target or [1024])[0], self.arch_)
+        except UserError as exc:
+            raise NotApplicable(f"pipeline: {exc}") from None
+        self.fitted_ = True
+        return self
+
+    def predict(self, sizes: Sequence[int]) -> list[Prediction]:
+        self._fitted()
+        out = []
+        for size in sizes:
+            sl = spec_launch(self.spec_, int(size), self.arch_)
+            r = predict(sl.module, sl.entry.name, sl.launch, self.profile_,
+                        Options(arch=self.arch_, trips=dict(self.trips or {}), default_trip=self.default_trip,
+                                working_set=sl.working_set, budget=self.budget, ptx_text=sl.source.text))
+            lo, hi = r["interval_s"]
+            out.append(Prediction(int(size), r["predicted_s"], lo, hi, self.name,
+                                  f"PTX pipeline simulator, {r['arch']}", r))
+        return out

@@ -1,0 +1,217 @@
+"""The one typed view of a hardware profile that every model reads.
+
+A model asks for a figure (``hw.figure("launch.event_s")``, ``hw.instruction("fma.rn.f32")``,
+``hw.clock_hz``) and gets a :class:`Figure`: the value, its 95% interval where the profile has one,
+and where it came from -- measured (``profile launch.event_s``), reported by the driver, a
+documented default of a reference board, or missing (with the reason). A failed measurement is a
+missing figure, never a number. The GPU architecture (``sm_90``) is derived here, once, from the
+compute capability the CUDA driver reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from gpuprofiler.profile.file import Profile, is_entry
+
+# Reference boards per architecture (vendor data sheets): what a model may assume where nothing was measured.
+REFERENCE_BOARDS: dict[str, dict[str, Any]] = {
+    "sm_70": dict(board="Tesla V100 SXM2", sms=80, clock_hz=1.53e9, bandwidth_Bps=900e9, l2_bytes=6 << 20),
+    "sm_75": dict(board="GeForce RTX 2080 Ti", sms=68, clock_hz=1.545e9, bandwidth_Bps=616e9, l2_bytes=5632 << 10),
+    "sm_80": dict(board="A100 40GB", sms=108, clock_hz=1.41e9, bandwidth_Bps=1555e9, l2_bytes=40 << 20),
+    "sm_86": dict(board="GeForce RTX 3090", sms=82, clock_hz=1.695e9, bandwidth_Bps=936e9, l2_bytes=6 << 20),
+    "sm_89": dict(board="GeForce RTX 4090", sms=128, clock_hz=2.52e9, bandwidth_Bps=1008e9, l2_bytes=72 << 20),
+    "sm_90": dict(board="H100 SXM5", sms=132, clock_hz=1.98e9, bandwidth_Bps=3.35e12, l2_bytes=50 << 20),
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A value with its interval and where it came from; ``value`` is None where nothing usable exists."""
+
+    value: float | None
+    source: str
+    interval: tuple[float, float] | None = None
+    measured: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+    def bounds(self) -> tuple[float, float]:
+        """The interval, or the value itself at both ends where there is none."""
+        if self.value is None:
+            raise ValueError(f"no value: {self.source}")
+        return self.interval if self.interval is not None else (self.value, self.value)
+
+    def or_default(self, value: float, source: str) -> "Figure":
+        """This figure where it has a value, else ``value`` from ``source``."""
+        return self if self.ok else Figure(float(value), source)
+
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _interval(node: dict) -> tuple[float, float] | None:
+    iv = node.get("interval")
+    if isinstance(iv, (list, tuple)) and len(iv) == 2:
+        lo, hi = _number(iv[0]), _number(iv[1])
+        if lo is not None and hi is not None and lo <= hi:
+            return lo, hi
+    return None
+
+
+def figure_of(node: Any, key: str) -> Figure:
+    """A profile node (an entry or a plain number) as a :class:`Figure` named ``profile KEY``."""
+    if is_entry(node):
+        if node.get("status") != "ok":
+            return Figure(None, f"profile {key} failed: {node.get('reason', 'no value')}")
+        value = _number(node.get("value"))
+        if value is None:
+            return Figure(None, f"profile {key} has no value")
+        return Figure(value, f"profile {key}", _interval(node), measured=True)
+    value = _number(node)
+    if value is None:
+        return Figure(None, f"profile has no {key}")
+    return Figure(value, f"profile {key}", measured=True)
+
+
+@dataclass(frozen=True)
+class Cache:
+    level: int
+    size_bytes: float
+    latency_s: float
+
+
+class HardwareView:
+    """Typed, read-only access to one profile (or to none: every figure is then missing, and the GPU
+    architecture is whatever the caller names)."""
+
+    def __init__(self, profile: Profile | None = None):
+        self.profile = profile
+        self.data: dict[str, Any] = profile.data if profile is not None else {}
+        device = self.data.get("device")
+        self.device: dict[str, Any] = device if isinstance(device, dict) else {}
+
+    # ---- the device --------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return str(self.device.get("name", "?"))
+
+    @property
+    def kind(self) -> str:
+        """``gpu``, ``cpu``, ``accelerator`` or ``other`` (``?`` without a profile)."""
+        return str(self.device.get("type", "?")).lower()
+
+    @property
+    def backend(self) -> str | None:
+        """``opencl`` or ``cuda``: the API the profile was measured through."""
+        b = self.device.get("backend")
+        return str(b) if b else None
+
+    @property
+    def is_nvidia_gpu(self) -> bool:
+        return self.kind == "gpu" and str(self.device.get("vendor", "")).upper().startswith("NVIDIA")
+
+    @property
+    def arch(self) -> str | None:
+        """``sm_XY`` from the compute capability ``X.Y`` the CUDA driver reported; None for other devices."""
+        cc = self.device.get("compute_capability")
+        if not cc:
+            return None
+        return "sm_" + str(cc).strip().replace(".", "")
+
+    @property
+    def compute_units(self) -> Figure:
+        v = _number(self.device.get("compute_units"))
+        return Figure(v, "profile device.compute_units", measured=True) if v else Figure(None, "no compute units")
+
+    @property
+    def clock_hz(self) -> Figure:
+        """The clock cycles and seconds were converted with: measured at calibration, else the driver's."""
+        clock = self.data.get("clock") if isinstance(self.data.get("clock"), dict) else {}
+        hz = _number(clock.get("hz"))
+        if hz and hz > 0:
+            source = f"profile clock.hz ({clock.get('source', '')})".replace(" ()", "")
+            return Figure(hz, source, _interval(clock), measured=True)
+        mhz = _number(self.device.get("clock_mhz"))
+        if mhz and mhz > 0:
+            return Figure(mhz * 1e6, "profile device.clock_mhz (reported)")
+        return Figure(None, "no clock in the profile")
+
+    # ---- measured figures --------------------------------------------------------------------
+
+    def figure(self, key: str) -> Figure:
+        """The figure at a dotted key path (``memory.read_s``, ``bandwidth.streaming_llc_bytes``)."""
+        node: Any = self.data
+        for part in key.split("."):
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            else:
+                return Figure(None, f"profile has no {key}")
+        return figure_of(node, key)
+
+    def instruction(self, name: str, what: str = "latency_s") -> Figure:
+        """An instruction's figure (``latency_s``, ``latency_cycles``, ``throughput_ops_per_s``) by its profile
+        name: OpenCL benchmarks (``float_fma``) or PTX opcodes (``fma.rn.f32``)."""
+        node = self.instructions.get(name)
+        key = f"instructions.{name}.{what}"
+        if not isinstance(node, dict):
+            return Figure(None, f"profile has no instructions.{name}")
+        if node.get("status", "ok") != "ok":
+            return Figure(None, f"profile instructions.{name} failed: {node.get('reason', '')}".rstrip(": "))
+        if what not in node:
+            return Figure(None, f"profile has no {key}")
+        return figure_of(node[what], key)
+
+    @property
+    def instructions(self) -> dict[str, Any]:
+        node = self.data.get("instructions")
+        return node if isinstance(node, dict) else {}
+
+    @property
+    def caches(self) -> list[Cache]:
+        """The cache levels found as knees of the latency curve, smallest first."""
+        out = []
+        for c in self.data.get("caches") or []:
+            size, lat = _number((c or {}).get("size_bytes")), _number((c or {}).get("latency_s"))
+            if size and lat:
+                out.append(Cache(int(c.get("level", len(out) + 1)), size, lat))
+        return out
+
+    def _curve(self, section: dict | None, key: str, value: str) -> list[tuple[float, float]]:
+        points = []
+        for p in (section or {}).get(key) or []:
+            x, y = _number((p or {}).get("bytes")), _number((p or {}).get(value))
+            if x and x > 0 and y and y > 0:
+                points.append((x, y))
+        return sorted(points)
+
+    @property
+    def bandwidth_curve(self) -> list[tuple[float, float]]:
+        """Read bandwidth against working set: (bytes, B/s), increasing bytes."""
+        return self._curve(self.data.get("bandwidth") if isinstance(self.data.get("bandwidth"), dict) else None,
+                           "working_set_curve", "Bps")
+
+    @property
+    def latency_curve(self) -> list[tuple[float, float]]:
+        """Pointer-chase latency against working set: (bytes, seconds), increasing bytes."""
+        return self._curve({"curve": self.data.get("latency_curve")}, "curve", "latency_s")
+
+    # ---- defaults -----------------------------------------------------------------------------
+
+    @staticmethod
+    def reference(arch: str) -> dict[str, Any]:
+        """The reference board of ``arch`` (a key of :data:`REFERENCE_BOARDS`)."""
+        return REFERENCE_BOARDS[arch]
+
+
+def view(profile: Profile | HardwareView | None) -> HardwareView:
+    """The view of ``profile`` (a view passes through)."""
+    return profile if isinstance(profile, HardwareView) else HardwareView(profile)

@@ -1,0 +1,118 @@
+"""The validation report files: predictions.csv, summary.csv, plots and report.md."""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import math
+import platform
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler import __version__
+from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
+
+PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "rel_error", "interval_low_s",
+                      "interval_high_s", "detail")
+SUMMARY_COLUMNS = ("model", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
+                   "cases_with_interval")
+
+
+def write_csv(path: Path, rows: list[dict], columns) -> Path:
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(columns))
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if isinstance(r[k], float) and math.isnan(r[k]) else r[k]) for k in columns})
+    return path
+
+
+def plot_scatter(rows: list[dict], path: Path) -> Path:
+    """Predicted against measured, log-log, with the y = x line; one colour per model."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 6))
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    for m in models:
+        xs = [r["measured_s"] for r in rows if r["model"] == m]
+        ys = [r["predicted_s"] for r in rows if r["model"] == m]
+        ax.plot(xs, ys, "o", ms=5, label=m)
+    vals = [v for r in rows for v in (r["measured_s"], r["predicted_s"]) if v > 0]
+    lo, hi = min(vals) / 2, max(vals) * 2
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="y = x")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured (s)")
+    ax.set_ylabel("predicted (s)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("predicted against measured", fontsize=10)
+    return save_figure(fig, path)
+
+
+def plot_errors(rows: list[dict], path: Path) -> Path:
+    """Histogram of signed relative errors per model (log-spaced bins of |error| would hide the sign)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    errs = {m: [100 * r["rel_error"] for r in rows if r["model"] == m] for m in dict.fromkeys(r["model"] for r in rows)}
+    allv = np.clip([v for vs in errs.values() for v in vs], -200, 200)
+    bins = np.linspace(min(-50, allv.min()), max(50, allv.max()), 25)
+    ax.hist([np.clip(v, -200, 200) for v in errs.values()], bins=bins, label=list(errs), alpha=0.8)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_xlabel("relative error (%), (predicted - measured) / measured, clipped to +-200%")
+    ax.set_ylabel("cases")
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: list[dict], meta: dict) -> Path:
+    """report.md with the tables and the plots embedded, and every plot it names."""
+    plots = outdir / "plots"
+    plots.mkdir(exist_ok=True)
+    scatter = plot_scatter(rows, plots / "predicted_vs_measured.png") if rows else None
+    if rows:
+        plot_errors(rows, plots / "errors.png")
+    sweeps = []
+    for res in results:
+        for model, predictor in res.fitted.items():
+            ex = getattr(predictor, "extrapolation_", None)  # predictors fitted on a sweep show it
+            records = [{"size": r["size"], "predicted_s": r["predicted_s"],
+                        "interval_s": [r["interval_low_s"], r["interval_high_s"]], "measured_s": r["measured_s"],
+                        "error": r["rel_error"]} for r in rows if r["kernel"] == res.name and r["model"] == model]
+            if ex is not None and records:
+                suffix = "" if model == "fractal" else f"_{model}"
+                p = plot_extrapolation(ex, records, plots / f"sweep_{res.name}{suffix}.png",
+                                       title=f"{res.name}: small-size sweep, fit and target ({model})")
+                sweeps.append((res.name, p))
+    lines = [f"# Validation on {meta['device_name']} ({meta['device_id']})", "",
+             (f"gpuprofiler {__version__}; {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}; "
+              f"host {platform.node()}; suite `{meta['suite']}`{' (quick)' if meta['quick'] else ''}; "
+              f"profile `{meta['profile']}`."), "", f"Command: `{meta['command']}`", "",
+             *[f"- `{name}`: {what}" for name, what in meta.get("models", {}).items()], "",
+             "## Summary", "",
+             "| model | cases | MAPE | median abs error | max abs error | inside interval |",
+             "|---|---|---|---|---|---|"]
+    for s in summary:
+        inside = "-" if math.isnan(s["inside_interval"]) else f"{100 * s['inside_interval']:.0f}% of {s['cases_with_interval']}"
+        lines.append(f"| {s['model']} | {s['cases']} | {100 * s['mape']:.1f}% | {100 * s['median_abs_error']:.1f}% | "
+                     f"{100 * s['max_abs_error']:.1f}% | {inside} |")
+    lines += ["", "## Predictions", "",
+              "rel_error = (predicted - measured) / measured; measured is the median device time of the run.", "",
+              "| kernel | size | model | predicted (s) | measured (s) | error | interval (s) | detail |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        iv = "-" if math.isnan(r["interval_low_s"]) else f"[{r['interval_low_s']:.4g}, {r['interval_high_s']:.4g}]"
+        lines.append(f"| {r['kernel']} | {r['size']} | {r['model']} | {r['predicted_s']:.4g} | {r['measured_s']:.4g} | "
+                     f"{100 * r['rel_error']:+.1f}% | {iv} | {r['detail']} |")
+    if scatter:
+        lines += ["", "## Plots", "", "![predicted against measured](plots/predicted_vs_measured.png)", "",
+                  "![errors](plots/errors.png)", ""]
+    for name, p in sweeps:
+        lines += [f"![{name}](plots/{p.name})", ""]
+    notes = [(res.name, n) for res in results for n in dict.fromkeys(res.notes)]
+    lines += ["## Notes and warnings", ""] + [f"- {n}" for n in meta.get("notes", [])]
+    lines += [f"- {name}: {n}" for name, n in notes]
+    path = outdir / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

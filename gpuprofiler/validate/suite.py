@@ -1,0 +1,269 @@
+"""Validation: every registered predictor on a suite of kernels and apps, checked against real runs.
+
+Steps: each item's small-size sweep, each target measured for real, then a prediction of every target
+from every predictor of :mod:`gpuprofiler.models.registry` that applies (one row per item, size and
+model; :mod:`gpuprofiler.report.validation` writes the files). Measurements go to
+``OUTDIR/measurements.jsonl`` the moment each size finishes; a rerun reuses those of the same device,
+item (same file contents) and size, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.measure.policy import VALIDATE, VALIDATE_QUICK, TimingPolicy
+from gpuprofiler.measure.storage import MeasurementLog, read_records
+from gpuprofiler.models import registry
+from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
+from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs
+from gpuprofiler.workloads.sweep import Sweep, from_records, load_target, run_sweep
+
+
+def suite_paths(suite: str, items: list[str] | None = None) -> list[Path]:
+    """The specs (.toml) and apps (.py) of ``builtin`` or of a folder; with ``items``, only those of these names
+    (file stems)."""
+    if suite == "builtin":
+        paths = builtin_specs() + builtin_apps()
+    else:
+        folder = Path(suite)
+        if not folder.is_dir():
+            raise UserError(f"--suite {suite!r}: not 'builtin' and not a folder")
+        paths = sorted(folder.glob("*.toml")) + sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+        if not paths:
+            raise UserError(f"--suite {suite}: no kernel specs (*.toml) or apps (*.py) in the folder")
+    if items:
+        unknown = [name for name in items if name not in {p.stem for p in paths}]
+        if unknown:
+            raise UserError(f"--items: {', '.join(unknown)} not in the suite (it has: "
+                            f"{', '.join(p.stem for p in paths)})")
+        paths = [p for p in paths if p.stem in items]
+    return paths
+
+
+def item_digest(path: Path, item: Any) -> str:
+    """A digest of the item's file and its kernel sources: a changed kernel is measured again."""
+    h = hashlib.sha256(path.read_bytes())
+    sources = getattr(item, "sources", None) or {}
+    for key in sorted(sources):
+        src = Path(sources[key])
+        if src.is_file():
+            h.update(src.read_bytes())
+    for src in sorted(path.parent.glob(path.stem + ".c[lu]")) if path.suffix == ".py" else []:
+        h.update(src.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class Store:
+    """The run's measurements: one group of records per (device, item digest, size), appended when complete."""
+
+    def __init__(self, path: Path, device: Any, fresh: bool = False):
+        self.log = MeasurementLog(path, device)
+        self.device_id = device.id
+        self.groups: dict[tuple[str, int], list[dict]] = {}
+        if path.exists() and not fresh:
+            by_group: dict[str, list[dict]] = {}
+            for r in read_records(path):
+                if r.get("device", {}).get("id") == device.id and "validate_group" in r:
+                    by_group.setdefault(r["validate_group"], []).append(r)
+            for recs in by_group.values():
+                if len(recs) == recs[0].get("validate_group_size"):
+                    self.groups[(recs[0]["validate_digest"], int(recs[0]["size"]))] = recs
+        self.reused = len(self.groups)
+
+    def get(self, digest: str, size: int) -> list[dict] | None:
+        return self.groups.get((digest, size))
+
+    def put(self, digest: str, size: int, records: list[dict]) -> None:
+        group = uuid.uuid4().hex
+        for r in records:
+            self.log.append({**r, "validate_digest": digest, "validate_group": group,
+                             "validate_group_size": len(records)})
+        self.groups[(digest, size)] = records
+
+
+@dataclass
+class Progress:
+    """What is running and an estimate of what is left, on stderr.
+
+    A measurement's time is taken as proportional to its size, at the rate (seconds per size unit) of
+    the item's latest finished measurement; an item not yet started gets the run's mean time per
+    measurement so far (before anything has finished, ``guess_s``).
+    """
+
+    pending: list[tuple[str, int]]
+    say: Callable[[str], None]
+    guess_s: float = 3.0
+    done: int = 0
+    spent: float = 0.0
+    rates: dict[str, float] = field(default_factory=dict)
+
+    def estimate(self) -> float:
+        mean = self.spent / self.done if self.done else self.guess_s
+        return sum(self.rates[k] * size if k in self.rates else mean for k, size in self.pending)
+
+    def start(self, key: str, size: int, what: str) -> None:
+        total = self.done + len(self.pending)
+        self.say(f"[{self.done + 1}/{total}] {what}; {len(self.pending)} measurement(s) left, about "
+                 f"{_duration(self.estimate())} to go")
+        self._t0 = time.perf_counter()
+
+    def finish(self, key: str, size: int) -> None:
+        secs = time.perf_counter() - self._t0
+        self.done += 1
+        self.spent += secs
+        self.rates[key] = secs / max(size, 1)
+        if (key, size) in self.pending:
+            self.pending.remove((key, size))
+
+
+def _duration(s: float) -> str:
+    return f"{s:.1f} s" if s < 10 else f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
+
+
+@dataclass
+class ItemResult:
+    """One item of the suite: its rows (one per target and model), the fitted predictors, notes and how many
+    of its measurements were taken or reused."""
+
+    name: str
+    path: Path
+    kind: str
+    rows: list[dict] = field(default_factory=list)
+    fitted: dict[str, Predictor] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    measurements: int = 0
+    reused: int = 0
+
+
+def _measure(store: Store, backend, item, digest: str, size: int, policy: TimingPolicy, prog: Progress,
+             label: str) -> list[dict]:
+    have = store.get(digest, size)
+    if have is not None:
+        return have
+    prog.start(digest, size, f"{label} size {size}")
+    got: list[dict] = []
+    run_sweep(backend, item, [size], policy, on_record=got.append)
+    store.put(digest, size, got)
+    prog.finish(digest, size)
+    return got
+
+
+def check_models(models: list[str] | None) -> list[str]:
+    """The predictors to run (default: every registered one); an unknown name is a UserError."""
+    names = list(models) if models else registry.names()
+    if not names:
+        raise UserError("no model to run")
+    for name in names:
+        registry.get(name)
+    return names
+
+
+def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | None = None, quick: bool = False,
+        fresh: bool = False, say: Callable[[str], None] = lambda m: None,
+        items: list[str] | None = None) -> list[ItemResult]:
+    """Measure and predict every item of the suite; returns per-item results (rows for predictions.csv)."""
+    models = check_models(models)
+    outdir.mkdir(parents=True, exist_ok=True)
+    policy = VALIDATE_QUICK if quick else VALIDATE
+    store = Store(outdir / "measurements.jsonl", backend.info, fresh)
+    reused_before = set(store.groups)
+    if store.reused:
+        say(f"reusing {store.reused} finished measurement(s) from {store.log.path}")
+    plan = []
+    for path in suite_paths(suite, items):
+        item = load_target(path)
+        if not item.small or not item.target:
+            raise UserError(f"{path}: validate needs the item's default small and target sizes")
+        plan.append((path, item, item_digest(path, item)))
+    todo = [(d, s) for _, item, d in plan for s in list(item.small) + list(item.target) if store.get(d, s) is None]
+    prog = Progress(todo, say, guess_s=policy.budget_s * 3 + 1)
+    say(f"{len(plan)} item(s), {len(todo)} measurement(s) to run on {backend.info.id}")
+    results = []
+    for path, item, digest in plan:
+        name = getattr(item, "name", path.stem)
+        sweep_recs = [r for s in item.small for r in _measure(store, backend, item, digest, s, policy, prog,
+                                                               f"{name} (small)")]
+        checks = {t: from_records(_measure(store, backend, item, digest, t, policy, prog, f"{name} (target)"))
+                  for t in item.target}
+        res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel")
+        sizes = list(item.small) + list(item.target)
+        res.measurements = len(sizes)
+        res.reused = sum(1 for s in sizes if (digest, s) in reused_before)
+        predict_item(res, item, from_records(sweep_recs), checks, profile, models)
+        results.append(res)
+    return results
+
+
+def predict_item(res: ItemResult, item, sweep: Sweep, checks: dict[int, Sweep], profile, models: list[str]) -> None:
+    """Rows (kernel, size, model, predicted_s, measured_s, rel_error, interval) from every predictor that applies."""
+    measured = {t: float(s.total_summary().median) for t, s in checks.items()}
+    for name in models:
+        predictor = registry.create(name)
+        verdict = predictor.applies_to(item, profile)
+        if not verdict:
+            res.refused[name] = verdict.reason
+            continue
+        try:
+            predictor.fit(item, profile, sweep if predictor.needs_measurements else None)
+            predictions = predictor.predict(list(checks))
+        except NotApplicable as exc:
+            res.refused[name] = str(exc).removeprefix(f"{name}: ")
+            continue
+        except UserError as exc:
+            res.notes.append(f"{name}: {exc}")
+            continue
+        try:
+            rows = [_row(res.name, name, p.check(), measured[int(p.size)]) for p in predictions]
+        except ValueError as exc:
+            res.notes.append(f"{name}: not a prediction: {exc}")
+            continue
+        res.fitted[name] = predictor
+        res.rows += rows
+        res.notes += [w for p in predictions for w in p.details.get("warnings", []) if isinstance(w, str)]
+    res.notes = list(dict.fromkeys(res.notes))
+
+
+def model_notes(results: list[ItemResult], models: list[str]) -> list[str]:
+    """A run-level note for each model that applied to no item for one reason; per-item notes for the others."""
+    notes = []
+    for name in models:
+        reasons = {res.refused.get(name) for res in results}
+        if results and len(reasons) == 1 and None not in reasons:
+            notes.append(f"{name}: not run, {reasons.pop()}")
+            for res in results:
+                res.refused.pop(name, None)
+    for res in results:
+        res.notes += [f"{name}: {reason}" for name, reason in res.refused.items()]
+    return notes
+
+
+def _row(kernel: str, model: str, p: Prediction, measured: float) -> dict:
+    return {"kernel": kernel, "size": int(p.size), "model": model, "predicted_s": float(p.seconds),
+            "measured_s": float(measured), "rel_error": (float(p.seconds) - float(measured)) / float(measured),
+            "interval_low_s": float(p.low), "interval_high_s": float(p.high), "detail": p.summary}
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """One row per model: cases, MAPE, median |error|, max |error|, share of measured times inside the interval."""
+    out = []
+    for model in dict.fromkeys(r["model"] for r in rows):
+        mine = [r for r in rows if r["model"] == model]
+        errs = np.abs([r["rel_error"] for r in mine])
+        with_iv = [r for r in mine if math.isfinite(r["interval_low_s"])]
+        inside = [r["interval_low_s"] <= r["measured_s"] <= r["interval_high_s"] for r in with_iv]
+        out.append({"model": model, "cases": len(mine), "mape": float(errs.mean()),
+                    "median_abs_error": float(np.median(errs)), "max_abs_error": float(errs.max()),
+                    "inside_interval": float(np.mean(inside)) if inside else math.nan,
+                    "cases_with_interval": len(with_iv)})
+    return out

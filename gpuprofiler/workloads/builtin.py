@@ -1,0 +1,34 @@
+"""Finding kernel specs and apps: a path, or the name of a builtin one shipped in ``kernels/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gpuprofiler.kernels
+from gpuprofiler.errors import UserError
+
+
+def kernels_dir() -> Path:
+    """The builtin ``kernels/`` folder (``gpuprofiler.kernels``, installed or in a source checkout)."""
+    return Path(gpuprofiler.kernels.__file__).parent
+
+
+def builtin_specs() -> list[Path]:
+    return sorted(kernels_dir().glob("*.toml"))
+
+
+def builtin_apps() -> list[Path]:
+    return sorted(p for p in (kernels_dir() / "apps").glob("*.py") if not p.name.startswith("_"))
+
+
+def resolve(target: str) -> Path:
+    """A spec (.toml) or app (.py) path; a bare name or ``kernels/NAME.toml`` also finds the builtin one."""
+    path = Path(target)
+    if path.is_file():
+        return path
+    stem = path.stem
+    for candidate in builtin_specs() + builtin_apps():
+        if candidate.stem == stem and (path.suffix in ("", candidate.suffix)):
+            return candidate
+    names = ", ".join(p.stem for p in builtin_specs() + builtin_apps())
+    raise UserError(f"no spec or app {target!r}: not a file, nor a builtin (builtins: {names})")

@@ -1,0 +1,349 @@
+"""Kernel specs: a declarative TOML file that says how to build, launch, size and check one kernel.
+
+The format is documented in the README ("Bring your own kernel"). Every
+expression goes through :mod:`gpuprofiler.safe_eval`. Errors name the field.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.workloads.safe_eval import evaluate, evaluate_int, parse
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
+          "uint8", "uint16", "uint32", "uint64")
+INITS = ("random", "zeros", "range", "value")
+BACKEND_KINDS = ("opencl", "cuda")
+_SUFFIX_KIND = {".cl": "opencl", ".cu": "cuda"}
+
+_TOP_KEYS = {"name", "description", "kernel", "size", "small", "target", "source", "params", "defines",
+             "args", "launch", "work", "check"}
+_ARG_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "start", "step", "output"}
+
+
+@dataclass
+class ArgSpec:
+    name: str
+    dtype: np.dtype
+    shape: list[Any] | None  # None: a scalar
+    init: str = "random"
+    value: Any = None
+    low: Any = None
+    high: Any = None
+    start: Any = 0
+    step: Any = 1
+    output: bool = False
+    where: str = ""
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.shape is None
+
+
+@dataclass
+class CheckSpec:
+    got: str
+    expect: str
+    rtol: float = 1e-5
+    atol: float | None = None
+    where: str = ""
+
+
+@dataclass
+class KernelSpec:
+    """A parsed, validated spec file."""
+
+    path: Path
+    name: str
+    kernel: str
+    size: str
+    sources: dict[str, Path]
+    args: list[ArgSpec]
+    global_size: list[Any]
+    local_size: list[Any] | None
+    description: str = ""
+    small: list[int] = field(default_factory=list)
+    target: list[int] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    defines: dict[str, Any] = field(default_factory=dict)
+    flops: Any = None
+    bytes: Any = None
+    checks: list[CheckSpec] = field(default_factory=list)
+
+    def source_for(self, kind: str) -> Path:
+        if kind not in self.sources:
+            have = ", ".join(self.sources) or "none"
+            raise UserError(f"{self.path}: spec {self.name!r} has no {kind} source (it has: {have})")
+        return self.sources[kind]
+
+    def instantiate(self, size: int, overrides: dict[str, Any] | None = None) -> "SpecInstance":
+        """Evaluate every expression at ``size`` and return the concrete launch."""
+        names: dict[str, Any] = {self.size: int(size)}
+        for key, value in (overrides or {}).items():
+            names[key] = value
+        for key, expr in self.params.items():
+            if key not in (overrides or {}):
+                names[key] = evaluate(expr, names, f"{self.path}: params.{key}")
+        defines = {k: evaluate(v, names, f"{self.path}: defines.{k}") for k, v in self.defines.items()}
+        names.update({k: v for k, v in defines.items() if k not in names})
+        glob = [evaluate_int(g, names, f"{self.path}: launch.global[{i}]") for i, g in enumerate(self.global_size)]
+        local = None
+        if self.local_size is not None:
+            local = [evaluate_int(g, names, f"{self.path}: launch.local[{i}]") for i, g in enumerate(self.local_size)]
+        if any(g <= 0 for g in glob) or (local and any(v <= 0 for v in local)):
+            raise UserError(f"{self.path}: launch sizes must be positive at {self.size}={size}: global {glob}, local {local}")
+        shapes = {}
+        for arg in self.args:
+            if arg.is_scalar:
+                continue
+            shape = tuple(evaluate_int(s, names, f"{arg.where}.shape") for s in arg.shape)
+            if any(s < 0 for s in shape):
+                raise UserError(f"{arg.where}.shape: negative extent {shape} at {self.size}={size}")
+            shapes[arg.name] = shape
+        scalars = {}
+        for arg in self.args:
+            for key in ("value", "low", "high", "start", "step"):
+                expr = getattr(arg, key)
+                if expr is not None and (key == "value" or arg.init in ("random", "range")):
+                    value = evaluate(expr, names, f"{arg.where}.{key}")
+                    if arg.is_scalar:
+                        scalars[arg.name] = _scalar(value, arg)
+        work = {}
+        for key in ("flops", "bytes"):
+            expr = getattr(self, key)
+            work[key] = None if expr is None else evaluate(expr, names, f"{self.path}: work.{key}")
+        return SpecInstance(self, int(size), names, defines, glob, local, shapes, work["flops"], work["bytes"], scalars)
+
+
+@dataclass
+class SpecInstance:
+    """A spec evaluated at one size: concrete shapes, launch sizes and work counts."""
+
+    spec: KernelSpec
+    size: int
+    names: dict[str, Any]
+    defines: dict[str, Any]
+    global_size: list[int]
+    local_size: list[int] | None
+    shapes: dict[str, tuple[int, ...]]
+    flops: float | None
+    bytes: float | None
+    scalars: dict[str, Any]
+
+    def make_args(self, rng: np.random.Generator) -> dict[str, Any]:
+        """Host values of every argument: numpy scalars and initialised arrays."""
+        values: dict[str, Any] = {}
+        for arg in self.spec.args:
+            if arg.is_scalar:
+                values[arg.name] = self.scalars[arg.name]
+                continue
+            shape = self.shapes[arg.name]
+            count = int(np.prod(shape))
+            if arg.init == "zeros":
+                data = np.zeros(shape, arg.dtype)
+            elif arg.init == "value":
+                data = np.full(shape, evaluate(arg.value, self.names, f"{arg.where}.value"), dtype=arg.dtype)
+            elif arg.init == "range":
+                start = evaluate(arg.start, self.names, f"{arg.where}.start")
+                step = evaluate(arg.step, self.names, f"{arg.where}.step")
+                data = (start + step * np.arange(count, dtype=np.float64 if arg.dtype.kind == "f" else np.int64))
+                data = data.astype(arg.dtype).reshape(shape)
+            else:
+                low = 0 if arg.low is None else evaluate(arg.low, self.names, f"{arg.where}.low")
+                if arg.dtype.kind == "f":
+                    high = 1 if arg.high is None else evaluate(arg.high, self.names, f"{arg.where}.high")
+                    # drawn in the array's own precision (float32 draws for float16): no float64 temporary
+                    draw = np.float64 if arg.dtype == np.float64 else np.float32
+                    data = rng.random(size=shape, dtype=draw)
+                    if (low, high) != (0, 1):
+                        data *= draw(high - low)
+                        data += draw(low)
+                    data = data.astype(arg.dtype, copy=False)
+                else:
+                    if arg.high is None:
+                        raise UserError(f"{arg.where}.high: random integers need `high` (exclusive upper bound)")
+                    high = evaluate_int(arg.high, self.names, f"{arg.where}.high")
+                    if high <= low:
+                        raise UserError(f"{arg.where}: high ({high}) must exceed low ({low})")
+                    data = rng.integers(int(low), high, size=shape).astype(arg.dtype)
+            values[arg.name] = data
+        return values
+
+    @property
+    def array_bytes(self) -> int:
+        return sum(int(np.prod(s)) * a.dtype.itemsize for a in self.spec.args if not a.is_scalar
+                   for s in [self.shapes[a.name]])
+
+
+def _scalar(value: Any, arg: ArgSpec) -> Any:
+    """``value`` as the argument's numpy scalar type; integers must fit (an int32 size of 2**31 is refused)."""
+    if arg.dtype.kind in "iu":
+        info = np.iinfo(arg.dtype)
+        if value != int(value) or not info.min <= value <= info.max:
+            raise UserError(f"{arg.where}.value: {value} does not fit in {arg.dtype.name}")
+        value = int(value)
+    return arg.dtype.type(value)
+
+
+def _require(table: dict, key: str, where: str, types, what: str):
+    if key not in table:
+        raise UserError(f"{where}.{key}: missing ({what})")
+    value = table[key]
+    if not isinstance(value, types) or isinstance(value, bool):
+        raise UserError(f"{where}.{key}: expected {what}, got {value!r}")
+    return value
+
+
+def _expr_list(value: Any, where: str) -> list[Any]:
+    items = value if isinstance(value, list) else [value]
+    if not items or len(items) > 3:
+        raise UserError(f"{where}: expected 1 to 3 sizes, got {value!r}")
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (int, float, str)):
+            raise UserError(f"{where}: expected a number or an expression, got {item!r}")
+    out = []
+    for item in items:
+        if isinstance(item, str) and "," in item:
+            out += [p.strip() for p in item.split(",")]
+        else:
+            out.append(item)
+    return out
+
+
+def _sizes(value: Any, where: str) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
+        raise UserError(f"{where}: expected a list of positive integers, got {value!r}")
+    return list(value)
+
+
+def _parse_arg(raw: Any, index: int, where: str) -> ArgSpec:
+    w = f"{where}: args[{index}]"
+    if not isinstance(raw, dict):
+        raise UserError(f"{w}: expected a table ([[args]])")
+    unknown = set(raw) - _ARG_KEYS
+    if unknown:
+        raise UserError(f"{w}: unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(_ARG_KEYS))})")
+    name = _require(raw, "name", w, str, "the argument's name")
+    if not name.isidentifier():
+        raise UserError(f"{w}.name: {name!r} is not a valid name")
+    w = f"{where}: args[{index}] ({name})"
+    dtype_name = _require(raw, "dtype", w, str, "a dtype name")
+    if dtype_name not in DTYPES:
+        raise UserError(f"{w}.dtype: unknown dtype {dtype_name!r} (use one of: {', '.join(DTYPES)})")
+    output = raw.get("output", False)
+    if not isinstance(output, bool):
+        raise UserError(f"{w}.output: expected true or false, got {output!r}")
+    if "shape" not in raw:
+        if "value" not in raw:
+            raise UserError(f"{w}: a scalar argument needs `value`; an array needs `shape`")
+        if output:
+            raise UserError(f"{w}.output: a scalar argument cannot be an output")
+        return ArgSpec(name, np.dtype(dtype_name), None, init="value", value=raw["value"], where=w)
+    shape = _expr_list(raw["shape"], f"{w}.shape")
+    init = raw.get("init", "zeros" if output else "random")
+    if init not in INITS:
+        raise UserError(f"{w}.init: unknown init {init!r} (use one of: {', '.join(INITS)})")
+    if init == "value" and "value" not in raw:
+        raise UserError(f"{w}.value: init = \"value\" needs `value`")
+    return ArgSpec(name, np.dtype(dtype_name), shape, init, raw.get("value"), raw.get("low"), raw.get("high"),
+                   raw.get("start", 0), raw.get("step", 1), output, w)
+
+
+def load_spec(path: str | Path) -> KernelSpec:
+    """Read and validate a spec file; any problem raises UserError naming the file and field."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise UserError(f"spec file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"cannot read spec {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    where = str(path)
+    unknown = set(raw) - _TOP_KEYS
+    if unknown:
+        raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(_TOP_KEYS))})")
+    kernel = _require(raw, "kernel", where, str, "the kernel function's name")
+    name = raw.get("name", path.stem)
+    size = raw.get("size", "n")
+    if not isinstance(size, str) or not size.isidentifier():
+        raise UserError(f"{where}.size: expected the size parameter's name, got {size!r}")
+
+    source = _require(raw, "source", where, (str, dict), "a source path or a table {opencl = ..., cuda = ...}")
+    sources: dict[str, Path] = {}
+    if isinstance(source, str):
+        kind = _SUFFIX_KIND.get(Path(source).suffix)
+        if kind is None:
+            raise UserError(f"{where}.source: {source!r} must end in .cl (OpenCL) or .cu (CUDA)")
+        sources[kind] = path.parent / source
+    else:
+        for kind, rel in source.items():
+            if kind not in BACKEND_KINDS or not isinstance(rel, str):
+                raise UserError(f"{where}.source.{kind}: expected opencl = \"file.cl\" and/or cuda = \"file.cu\"")
+            sources[kind] = path.parent / rel
+    for kind, src in sources.items():
+        if not src.is_file():
+            raise UserError(f"{where}.source.{kind}: file not found: {src}")
+
+    args_raw = _require(raw, "args", where, list, "a list of [[args]] tables")
+    args = [_parse_arg(a, i, where) for i, a in enumerate(args_raw)]
+    seen = set()
+    for a in args:
+        if a.name in seen:
+            raise UserError(f"{a.where}.name: duplicate argument name {a.name!r}")
+        seen.add(a.name)
+
+    launch = _require(raw, "launch", where, dict, "a [launch] table with global and local")
+    glob = _expr_list(_require(launch, "global", f"{where}.launch", (list, str, int), "global sizes"), f"{where}.launch.global")
+    local = None
+    if "local" in launch:
+        local = _expr_list(launch["local"], f"{where}.launch.local")
+        if len(local) != len(glob):
+            raise UserError(f"{where}.launch.local: {len(local)} dimensions but launch.global has {len(glob)}")
+
+    params = raw.get("params", {})
+    defines = raw.get("defines", {})
+    work = raw.get("work", {})
+    for key, table in (("params", params), ("defines", defines), ("work", work)):
+        if not isinstance(table, dict):
+            raise UserError(f"{where}.{key}: expected a table")
+    if set(work) - {"flops", "bytes"}:
+        raise UserError(f"{where}.work: only flops and bytes are allowed")
+
+    checks = []
+    for i, c in enumerate(raw.get("check", [])):
+        w = f"{where}: check[{i}]"
+        if not isinstance(c, dict):
+            raise UserError(f"{w}: expected a table ([[check]])")
+        got = _require(c, "got", w, str, "an expression over the outputs")
+        expect = _require(c, "expect", w, str, "an expression over the inputs")
+        rtol = c.get("rtol", 1e-5)
+        atol = c.get("atol")
+        if not isinstance(rtol, (int, float)) or (atol is not None and not isinstance(atol, (int, float))):
+            raise UserError(f"{w}: rtol and atol must be numbers")
+        for key, text in (("got", got), ("expect", expect)):
+            parse(text, f"{w}.{key}")
+        checks.append(CheckSpec(got, expect, float(rtol), None if atol is None else float(atol), w))
+
+    spec = KernelSpec(path=path, name=str(name), kernel=kernel, size=size, sources=sources, args=args,
+                      global_size=glob, local_size=local, description=str(raw.get("description", "")),
+                      small=_sizes(raw.get("small", []), f"{where}.small"),
+                      target=_sizes(raw.get("target", []), f"{where}.target"),
+                      params=dict(params), defines=dict(defines), flops=work.get("flops"), bytes=work.get("bytes"),
+                      checks=checks)
+    # Evaluate once at a small size so that bad expressions are reported now, not mid-sweep.
+    probe = (spec.small or spec.target or [16])[0]
+    spec.instantiate(probe)
+    return spec

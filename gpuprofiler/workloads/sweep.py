@@ -1,0 +1,119 @@
+"""Sweeps: a kernel spec or an app measured at several sizes, as per-phase, per-run device times.
+
+For a spec the one phase is its kernel; for an app the phases come from the run wrapper
+(kernels, copies, named regions). Runs are aligned: ``phases[p][i][r]`` and
+``totals[i][r]`` belong to the same run r at size ``sizes[i]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from gpuprofiler.measure.policy import TimingPolicy
+from gpuprofiler.measure.stats import Summary, summarize
+from gpuprofiler.workloads.apps import App, load_app, measure_app
+from gpuprofiler.workloads.kernel import measure_spec
+from gpuprofiler.workloads.spec import KernelSpec, load_spec
+
+
+@dataclass
+class Sweep:
+    name: str
+    kind: str  # "kernel" | "app"
+    sizes: list[int]
+    phases: dict[str, list[np.ndarray]]
+    totals: list[np.ndarray]
+    records: list[dict] = field(default_factory=list)
+    # per phase and size, the work the run wrapper counted (bytes copied, work-items launched); None: unknown
+    work: dict[str, list[float | None]] = field(default_factory=dict)
+
+    def shares(self) -> dict[str, np.ndarray]:
+        """Each phase's median share of the run's device time, per size."""
+        out = {}
+        for name, per_size in self.phases.items():
+            out[name] = np.array([float(np.median(p / np.maximum(t, 1e-300))) for p, t in zip(per_size, self.totals)])
+        return out
+
+    def total_summary(self, index: int = 0) -> Summary:
+        """Median whole-run device time at the ``index``-th size (the only one, for a measured target), with its
+        interval and spread."""
+        return summarize(self.totals[index])
+
+    def subset(self, keep: list[int]) -> "Sweep":
+        return Sweep(self.name, self.kind, [self.sizes[i] for i in keep],
+                     {p: [v[i] for i in keep] for p, v in self.phases.items()}, [self.totals[i] for i in keep],
+                     [r for r in self.records if r["size"] in {self.sizes[i] for i in keep}],
+                     {p: [v[i] for i in keep] for p, v in self.work.items()})
+
+
+def from_records(records: list[dict]) -> Sweep:
+    """A Sweep from measurement records (``measure`` output or stored JSON lines) of one spec or app."""
+    if not records:
+        raise ValueError("no records")
+    sizes = sorted({int(r["size"]) for r in records})
+    names = sorted({r["phase"] for r in records})
+    kind = records[0].get("kind", "kernel")
+    phases: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    totals = []
+    work: dict[str, list[float | None]] = {n: [] for n in names}
+    for size in sizes:
+        at = {r["phase"]: np.asarray(r["samples_s"], float) for r in records if int(r["size"]) == size}
+        counted = {r["phase"]: r.get("work") for r in records if int(r["size"]) == size}
+        for n in names:
+            work[n].append(counted.get(n))
+        runs = max(len(v) for v in at.values())
+        for n in names:
+            v = at.get(n, np.zeros(runs))
+            phases[n].append(v if len(v) == runs else np.resize(v, runs))
+        totals.append(np.sum([phases[n][-1] for n in names], axis=0))
+    return Sweep(records[0]["kernel"], kind, sizes, phases, totals, list(records), work)
+
+
+def load_target(path: Path) -> KernelSpec | App:
+    return load_app(path) if path.suffix == ".py" else load_spec(path)
+
+
+def run_sweep(backend: Any, item: KernelSpec | App, sizes: list[int], policy: TimingPolicy | None = None,
+              check: bool = True, on_record: Callable[[dict], None] | None = None,
+              progress: Callable[[str], None] | None = None) -> Sweep:
+    if isinstance(item, App):
+        records = measure_app(backend, item, sizes, policy, check, on_record, progress)
+    else:
+        records = measure_spec(backend, item, sizes, policy, check, on_record, progress=progress)
+    return from_records(records)
+
+
+def working_set(item: KernelSpec | App, size: int) -> float | None:
+    """Bytes the run touches at ``size``: the spec's arrays (or its work.bytes), or the app's ``working_set(n)``."""
+    if isinstance(item, App):
+        fn = getattr(item.module, "working_set", None)
+        return float(fn(size)) if callable(fn) else None
+    return float(item.instantiate(size).array_bytes)
+
+
+def work_items(item: KernelSpec | App, size: int) -> float | None:
+    """Work-items launched at ``size`` (specs only)."""
+    if isinstance(item, App):
+        fn = getattr(item.module, "work_items", None)
+        return float(fn(size)) if callable(fn) else None
+    return float(np.prod(item.instantiate(size).global_size))
+
+
+def work_count(item: KernelSpec | App):
+    """The spec's declared work as a function of size (bytes moved, else flops), or None."""
+    if isinstance(item, App):
+        fn = getattr(item.module, "work", None)
+        return fn if callable(fn) else None
+    if item.bytes is None and item.flops is None:
+        return None
+    key = "bytes" if item.bytes is not None else "flops"
+
+    def work(n: float) -> float:
+        value = getattr(item.instantiate(int(n)), key)
+        return float(value)
+
+    return work

@@ -1,0 +1,187 @@
+"""Wrapping real runs: every kernel launch and copy of a user's program is recorded and summed per phase.
+
+A program is a Python function ``run(ctx, n)``. It reaches the device through
+the :class:`RunContext` it is given (``ctx.compile``, ``ctx.to_device``,
+``ctx.launch``, ``ctx.from_device``), so each operation's device event is kept.
+Code that calls pyopencl/pycuda directly (``ctx.native``) hands its events to
+``ctx.record(name, event)``. ``with ctx.region("solve"):`` names a phase that
+spans several kernels, like an NVTX range.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+
+from gpuprofiler.device.base import Backend, Buffer, Event, Kernel
+from gpuprofiler.measure.engine import Engine
+from gpuprofiler.measure.policy import fixed
+from gpuprofiler.workloads.checking import poison
+
+HTOD = "memcpy HtoD"
+DTOH = "memcpy DtoH"
+
+
+WORK_UNITS = {"copy": "bytes", "kernel": "work-items"}
+
+
+@dataclass
+class Operation:
+    """One recorded device operation."""
+
+    name: str  # kernel name or copy direction
+    phase: str  # region name if inside one, else ``name``
+    kind: str  # "kernel" | "copy"
+    event: Event
+    global_size: tuple[int, ...] = ()
+    local_size: tuple[int, ...] | None = None
+    nbytes: int = 0
+
+
+@dataclass
+class Recorder:
+    """The operations of one run, in order."""
+
+    operations: list[Operation] = field(default_factory=list)
+    regions: list[str] = field(default_factory=list)
+
+    def add(self, name: str, kind: str, event: Event, **extra) -> None:
+        phase = self.regions[-1] if self.regions else name
+        self.operations.append(Operation(name, phase, kind, event, **extra))
+
+    def phase_times(self) -> dict[str, dict[str, Any]]:
+        """Per phase: calls, total device seconds, kind, and its work: bytes copied for copies, work-items
+        launched for kernels (None where a phase mixes the two or holds an operation of unknown size);
+        valid after the queue is finished."""
+        phases: dict[str, dict[str, Any]] = {}
+        for op in self.operations:
+            p = phases.setdefault(op.phase, {"calls": 0, "total_s": 0.0, "kind": op.kind, "kernels": [],
+                                             "work": 0, "work_unit": WORK_UNITS.get(op.kind)})
+            p["calls"] += 1
+            p["total_s"] += op.event.seconds()
+            if op.name not in p["kernels"]:
+                p["kernels"].append(op.name)
+            work = op.nbytes if op.kind == "copy" else math.prod(op.global_size) if op.global_size else 0
+            if p["work"] is None or p["work_unit"] is None or WORK_UNITS.get(op.kind) != p["work_unit"] \
+                    or work <= 0:
+                p["work"], p["work_unit"] = None, None
+            else:
+                p["work"] += int(work)
+        return phases
+
+
+class RunContext:
+    """What a wrapped program sees: the device, with every operation recorded."""
+
+    def __init__(self, backend: Backend, recorder: Recorder | None = None, base_dir: Path | None = None,
+                 poison: bool = False):
+        self.backend = backend
+        self.poison = poison  # checked run: fresh buffers start as NaN / max int, so unwritten output shows
+        self.recorder = recorder if recorder is not None else Recorder()
+        self.base_dir = base_dir or Path.cwd()
+
+    @property
+    def kind(self) -> str:
+        """``"opencl"`` or ``"cuda"``: lets a program pick its source file."""
+        return self.backend.kind
+
+    @property
+    def native(self) -> Backend:
+        """The backend, for direct pyopencl/pycuda use (``.queue``, ``.context``)."""
+        return self.backend
+
+    def source(self, stem: str) -> str:
+        """Text of ``stem.cl`` or ``stem.cu`` (by backend) next to the program file."""
+        return (self.base_dir / f"{stem}{self.backend.source_suffix}").read_text()
+
+    def compile(self, source: str, kernel_name: str, defines: dict[str, Any] | None = None) -> Kernel:
+        """Compile (cached per source and defines, so repeated runs do not recompile)."""
+        return self.backend.compile(source, kernel_name, defines)
+
+    def to_device(self, array: np.ndarray, buffer: Buffer | None = None) -> Buffer:
+        buf, event = self.backend.to_device(np.ascontiguousarray(array), buffer)
+        self.recorder.add(HTOD, "copy", event, nbytes=int(array.nbytes))
+        return buf
+
+    def empty(self, shape, dtype) -> Buffer:
+        """Uninitialised device array (poisoned during a checked run; that upload is not recorded)."""
+        buf = self.backend.alloc(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+        if self.poison:
+            self.backend.to_device(poison(np.empty(shape, dtype)), buf)
+        return buf
+
+    def from_device(self, buffer: Buffer, out: np.ndarray) -> np.ndarray:
+        event = self.backend.from_device(buffer, out)
+        self.recorder.add(DTOH, "copy", event, nbytes=int(out.nbytes))
+        return out
+
+    def launch(self, kernel: Kernel, global_size: Sequence[int], local_size: Sequence[int] | None,
+               *args: Any) -> Event:
+        event = self.backend.launch(kernel, global_size, local_size, args)
+        self.recorder.add(kernel.name, "kernel", event, global_size=tuple(global_size),
+                          local_size=None if local_size is None else tuple(local_size))
+        return event
+
+    def record(self, name: str, event: Event, kind: str = "kernel") -> None:
+        """Add an operation the program enqueued itself (wrap a pyopencl event with CLEvent)."""
+        self.recorder.add(name, kind, event)
+
+    @contextlib.contextmanager
+    def region(self, name: str) -> Iterator[None]:
+        """Operations inside are summed as phase ``name`` (nested regions: the innermost wins)."""
+        self.recorder.regions.append(name)
+        try:
+            yield
+        finally:
+            self.recorder.regions.pop()
+
+    def finish(self) -> None:
+        self.backend.finish()
+
+
+_OVERHEAD: "weakref.WeakKeyDictionary[Backend, dict[str, float]]" = weakref.WeakKeyDictionary()
+
+
+def launch_overhead(backend: Backend, launches: int = 400) -> dict[str, float]:
+    """Host time per launch that recording adds: ``ctx.launch`` against a bare backend launch of an empty kernel.
+
+    Measured once per opened backend (every app measurement reports it). Bare and wrapped launches
+    alternate in each of the engine's samples, so drift in the machine's load hits both; medians are reported.
+    """
+    if backend in _OVERHEAD:
+        return _OVERHEAD[backend]
+    source = {"opencl": "__kernel void empty(int n) { }",
+              "cuda": 'extern "C" __global__ void empty(int n) { }'}[backend.kind]
+    kernel = backend.compile(source, "empty")
+    arg = np.int32(0)
+    ctx = RunContext(backend)
+    bare: list[float] = []
+    wrapped: list[float] = []
+
+    def pair() -> float:
+        t0 = time.perf_counter()
+        backend.launch(kernel, (1,), (1,), (arg,))
+        t1 = time.perf_counter()
+        ctx.launch(kernel, (1,), (1,), arg)
+        t2 = time.perf_counter()
+        bare.append(t1 - t0)
+        wrapped.append(t2 - t1)
+        if len(bare) % 50 == 0:  # keep the queue and the recorder short
+            backend.finish()
+            ctx.recorder.operations.clear()
+        return t2 - t1
+
+    # the first launches warm up JIT and caches; the engine keeps them apart
+    timing = Engine(fixed(launches, warmup=20)).sample(pair)
+    backend.finish()
+    del bare[:len(timing.warmup_s)], wrapped[:len(timing.warmup_s)]
+    b, w = float(np.median(bare)), float(np.median(wrapped))
+    _OVERHEAD[backend] = {"bare_launch_s": b, "wrapped_launch_s": w, "overhead_per_launch_s": w - b}
+    return _OVERHEAD[backend]

@@ -1,0 +1,49 @@
+"""The OpenCL backend on the real PoCL device."""
+
+import numpy as np
+import pytest
+
+from gpuprofiler.device import default_device_id, list_devices, open_backend
+from gpuprofiler.errors import UserError
+
+
+def test_pocl_is_listed_and_described():
+    devices = list_devices()
+    pocl = [d for d in devices if "portable" in d.platform.lower()]
+    assert pocl, devices
+    d = pocl[0]
+    assert d.type == "cpu" and d.compute_units >= 1 and d.global_mem_bytes > 0 and d.max_work_group_size >= 1
+    assert d.slug.startswith("pocl-")
+    if not any(x.type == "gpu" for x in devices):
+        assert default_device_id(devices) == d.id
+
+
+def test_compile_copy_launch_time(pocl):
+    src = "__kernel void twice(int n, __global float *x) { int i = get_global_id(0); if (i < n) x[i] *= 2.0f; }"
+    kernel = pocl.compile(src, "twice")
+    host = np.arange(1000, dtype=np.float32)
+    buf, up = pocl.to_device(host)
+    event = pocl.launch(kernel, (1000,), (64,), [np.int32(1000), buf])  # global rounded up to 1024
+    out = np.empty_like(host)
+    down = pocl.from_device(buf, out)
+    pocl.finish()
+    assert np.array_equal(out, host * 2)
+    for ev in (up, event, down):
+        assert 0 < ev.seconds() < 10
+
+
+def test_compile_error_carries_the_log(pocl):
+    with pytest.raises(UserError, match="OpenCL compile error") as info:
+        pocl.compile("__kernel void broken(__global float *x) { x[0] = undefined_name; }", "broken")
+    assert "undefined_name" in str(info.value)
+
+
+def test_missing_kernel_name(pocl):
+    with pytest.raises(UserError, match="not found"):
+        pocl.compile("__kernel void a(int n) { }", "b")
+
+
+def test_unknown_device_ids():
+    for bad in ("opencl:9:9", "gpu0", "cuda"):
+        with pytest.raises(UserError):
+            open_backend(bad)

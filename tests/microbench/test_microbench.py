@@ -1,0 +1,108 @@
+"""Microbenchmarks on the real PoCL device: shapes and honesty rules, with generous physical bounds."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import run_cli
+
+from gpuprofiler.microbench import bandwidth, instructions_cl, launch, transfer
+from gpuprofiler.microbench.common import page_grouped_cycle, random_cycle
+from gpuprofiler.microbench.instructions_cl import latency_from_times
+from gpuprofiler.profile.file import load_profile
+
+pytestmark = pytest.mark.pocl
+
+
+
+def test_latency_from_times_exact():
+    r = latency_from_times(1.0e-3, 2.0e-3, iters=1000, k=10, clock_hz=1e9, method="m")
+    assert r["latency_s"]["value"] == pytest.approx(1e-7)
+    assert r["latency_cycles"]["value"] == pytest.approx(100.0)
+    assert r["chain_ratio"] == 2.0
+
+
+def test_latency_from_times_rejects_folded_and_subcycle():
+    folded = latency_from_times(1.0e-3, 1.05e-3, 1000, 10, 1e9, "m")
+    assert folded["latency_s"]["status"] == "failed" and "does not scale" in folded["latency_s"]["reason"]
+    assert folded["latency_s"]["value"] is None
+    fast = latency_from_times(1.0e-6, 2.0e-6, 1000, 10, 1e9, "m")  # 0.1 ns at 1 GHz
+    assert fast["latency_s"]["status"] == "failed" and "below one clock cycle" in fast["latency_s"]["reason"]
+
+
+@pytest.mark.parametrize("make", [random_cycle, page_grouped_cycle])
+def test_cycles_visit_every_line_once(make):
+    lines = 64 * 37
+    nxt = make(lines, np.random.default_rng(1), 16)
+    seen, j = set(), 0
+    for _ in range(lines):
+        assert j % 16 == 0 and j not in seen
+        seen.add(j)
+        j = int(nxt[j])
+    assert j == 0 and len(seen) == lines
+
+
+def test_fma_chain_doubles_and_no_subcycle(pocl):
+    clock = instructions_cl.cpu_clock(pocl, quick=True)
+    assert 0.5e9 < clock["hz"] < 7e9  # a CPU core clock
+    res = instructions_cl.measure(pocl, quick=True, clock_hz=clock["hz"])
+    fma = res["float_fma"]
+    assert fma["status"] == "ok" and 1.6 <= fma["chain_ratio"] <= 2.4
+    for name, r in res.items():
+        cycles = (r.get("latency_cycles") or {}).get("value")
+        assert cycles is None or cycles >= 1.0, name
+        if r.get("status") == "failed":
+            assert r["latency_s"]["value"] is None and r["latency_s"]["reason"]
+
+
+def test_launch_metrics_are_named_and_ordered(pocl):
+    r = launch.measure(pocl, quick=True)
+    for key in ("fixed_s", "per_thread_s", "event_s", "round_trip_s", "back_to_back_s", "queue_to_start_s"):
+        assert key in r
+    assert r["event_s"]["value"] > 0
+    # a host round trip contains the kernel it waits for
+    assert r["round_trip_s"]["value"] > r["event_s"]["value"]
+    assert max(p["threads"] for p in r["points"]) >= 2**24
+
+
+def test_bandwidth_kernels_compile_for_both_apis(pocl, tmp_path):
+    for kind in bandwidth.KINDS:
+        for width in (1, 4, 16):
+            src = bandwidth.kernel_source(kind, "opencl", width)
+            assert f"bw_{kind}" in src
+        assert "make_float4" in bandwidth.kernel_source("write", "cuda", 4)
+
+
+def test_transfer_quick(pocl):
+    r = transfer.measure(pocl, quick=True)
+    assert r["htod_Bps"]["value"] > 1e8 and r["dtoh_Bps"]["value"] > 1e8
+    assert r["latency_s"]["value"] > 0
+
+
+@pytest.mark.slow
+def test_calibrate_quick_writes_the_profile(tmp_path):
+    out = tmp_path / "profile.json"
+    done = run_cli("calibrate", "--quick", "-o", out, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    p = load_profile(out)
+    for key in ("launch.fixed_s", "launch.per_thread_s", "memory.read_s", "memory.write_s", "memory.read_step_s",
+                "memory.write_step_s", "memory.cached_read_s", "bandwidth.read_Bps", "bandwidth.write_Bps",
+                "bandwidth.copy_Bps", "concurrency.work_items"):
+        assert p.get(key) > 0, key
+    assert p.data["caches"] and all(c["size_bytes"] > 0 and c["latency_s"] > 0 for c in p.data["caches"])
+    assert p.get("instructions.float_fma.latency_cycles") >= 1
+    assert p.data["device"]["id"] and p.data["clock"]["hz"] > 0
+    assert (tmp_path / "profile_latency.png").stat().st_size > 1000
+    shown = run_cli("profile", "show", out, cwd=tmp_path)
+    assert shown.returncode == 0 and "bandwidth" in shown.stdout and "L1:" in shown.stdout
+
+
+@pytest.mark.slow
+def test_calibrate_only_and_bad_section(tmp_path):
+    out = tmp_path / "p.json"
+    done = run_cli("calibrate", "--quick", "--only", "launch,transfer", "-o", out, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(out.read_text())
+    assert "launch" in data and "transfer" in data and "bandwidth" not in data
+    bad = run_cli("calibrate", "--only", "launch,nonsense", cwd=tmp_path)
+    assert bad.returncode == 2 and "nonsense" in bad.stderr

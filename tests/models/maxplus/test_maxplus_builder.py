@@ -1,0 +1,199 @@
+"""The graph builder on real kernel sources, the models' numbers, and the ``maxplus`` command."""
+
+import json
+import math
+import textwrap
+
+import pytest
+from conftest import POCL_PROFILE, run_cli
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.models.maxplus.builder import build, build_spec
+from gpuprofiler.models.maxplus.graph import height
+from gpuprofiler.models.maxplus.models import parameters, predict
+from gpuprofiler.profile.file import load_profile
+from gpuprofiler.workloads.builtin import resolve
+from gpuprofiler.workloads.spec import load_spec
+
+PROFILE = POCL_PROFILE
+
+
+def built(name, size=None, backend="opencl"):
+    spec = load_spec(resolve(name))
+    inst = spec.instantiate(size or spec.small[0])
+    return build_spec(inst, backend), inst
+
+
+def accesses(kernel, kind):
+    return [a for g in kernel.fragments for a in g.arcs if a.kind == kind]
+
+
+@pytest.mark.parametrize("name,reads,writes,ops", [
+    ("copy", 1, 1, 0), ("scale", 1, 1, 1), ("vadd", 2, 1, 1), ("saxpy", 2, 1, 2), ("triad", 2, 1, 2),
+    ("transpose_naive", 1, 1, 0), ("stencil5", 4, 1, 4)])
+@pytest.mark.parametrize("backend", ["opencl", "cuda"])
+def test_builtin_memory_kernels(name, reads, writes, ops, backend):
+    kernel, _ = built(name, backend=backend)
+    assert len(kernel.fragments) == 1
+    assert len(accesses(kernel, "read")) == reads and len(accesses(kernel, "write")) == writes
+    assert len(kernel.fragments[0].loops) == ops
+
+
+def test_access_patterns():
+    kernel, inst = built("transpose_naive", 4096)
+    (read,), (write,) = accesses(kernel, "read"), accesses(kernel, "write")
+    assert read.info["pattern"] == "unit"
+    assert write.info["pattern"] == "strided" and write.info["stride"] == inst.scalars["n"] == 64
+    kernel, _ = built("vadd")
+    assert {a.info["pattern"] for a in accesses(kernel, "read") + accesses(kernel, "write")} == {"unit"}
+
+
+def test_cache_marks_neighbour_reads_as_repeated():
+    kernel, _ = built("stencil5")
+    assert [a.info["first"] for a in accesses(kernel, "read")] == [True, False, False, False]
+
+
+def test_barriers_split_fragments():
+    kernel, _ = built("transpose_tiled", 64 * 64)
+    assert len(kernel.fragments) == 2
+    assert [a.kind for a in kernel.fragments[0].arcs] == ["read", "local_write"]
+    assert [a.kind for a in kernel.fragments[1].arcs] == ["local_read", "write"]
+
+
+def test_fixed_loop_is_unrolled_from_the_launch_arguments():
+    kernel, inst = built("matmul_naive", 32)
+    assert len(accesses(kernel, "read")) == 2 * inst.scalars["n"]
+    assert height(kernel.fragments[0]) > 2 * 32
+
+
+def test_data_dependent_loop_is_refused_naming_the_line():
+    with pytest.raises(UserError, match=r"spmv_csr.cl:\d+: the loop's trip count depends on data"):
+        built("spmv_csr")
+
+
+def test_gather_through_an_index_array():
+    src = """
+    __kernel void gather(int n, __global const int *idx, __global const float *x, __global float *y) {
+        int i = get_global_id(0);
+        y[i] = x[idx[i]];
+    }"""
+    kernel = build(src, "gather", {"n": 1024}, [64])
+    patterns = {a.info["array"]: a.info["pattern"] for a in accesses(kernel, "read")}
+    assert patterns == {"idx": "unit", "x": "gather"}
+
+
+def test_unsupported_code_names_the_line():
+    src = "__kernel void f(__global float *a) {\n  int i = get_global_id(0);\n  while (a[i] > 0) a[i] -= 1;\n}"
+    with pytest.raises(UserError, match=r"k.cl:3: the loop's trip count depends on data"):
+        build(src, "f", {}, [64], "k.cl")
+
+
+def test_serial_model_numbers_follow_the_formula():
+    kernel, inst = built("vadd", 1 << 20)
+    prof = load_profile(PROFILE)
+    p = parameters(prof, kernel, n_override=4)
+    r = predict(kernel, p, math.prod(inst.global_size), inst.size, "serial", "sequential")
+    v = p.values
+    dt, dT = 4 * v["dt_per_byte"], 4 * v["dT_per_byte"]
+    batch = v["T"] + 3 * dT + v["tau"] + v["t"] + 7 * dt
+    assert r.seconds == pytest.approx(math.ceil((1 << 20) / 4) * batch, rel=1e-12)
+    piped = predict(kernel, p, math.prod(inst.global_size), inst.size, "serial")
+    per = max(4 * (2 * dt + dT), 4 * v["theta"])
+    assert piped.seconds == pytest.approx(((1 << 20) // 4 - 1) * per + batch, rel=1e-12)
+
+
+def test_interval_is_the_model_at_the_ends_of_the_profiles_intervals():
+    kernel, inst = built("vadd", 1 << 20)
+    p = parameters(load_profile(PROFILE), kernel, n_override=4)
+    assert {"t", "T", "dt_per_byte"} <= set(p.bounds)  # measured with intervals
+    lo, hi = p.bounds["dt_per_byte"]
+    bw = load_profile(PROFILE).entry("bandwidth.read_Bps")["interval"]
+    assert (lo, hi) == pytest.approx((1 / bw[1], 1 / bw[0]), rel=1e-12)  # a bandwidth's interval inverted
+    r = predict(kernel, p, math.prod(inst.global_size), inst.size, "serial")
+    ends = [predict(kernel, p.at(e), math.prod(inst.global_size), inst.size, "serial").seconds
+            for e in ("low", "high")]
+    assert r.low == pytest.approx(min(ends)) and r.high == pytest.approx(max(ends)) and r.low < r.seconds < r.high
+    bare = type(p)(p.values, p.n, p.sources)  # no intervals: the interval is the prediction itself
+    b = predict(kernel, bare, math.prod(inst.global_size), inst.size, "serial")
+    assert b.low == b.seconds == b.high
+
+
+def write_user_kernel(tmp_path):
+    """A kernel spec written only from the README: a new kernel, a fixed-length loop, a math function."""
+    (tmp_path / "hypot4.cl").write_text(textwrap.dedent("""
+        __kernel void hypot4(int n, __global const float *a, __global const float *b, __global float *c)
+        {
+            int i = get_global_id(0);
+            float acc = 0.0f;
+            for (int k = 0; k < 4; k++)
+                acc += a[i] * b[i];
+            c[i] = sqrt(acc);
+        }"""))
+    (tmp_path / "hypot4.toml").write_text(textwrap.dedent("""
+        name = "hypot4"
+        kernel = "hypot4"
+        size = "n"
+        small = [1048576]
+        [source]
+        opencl = "hypot4.cl"
+        [[args]]
+        name = "n"
+        dtype = "int32"
+        value = "n"
+        [[args]]
+        name = "a"
+        dtype = "float32"
+        shape = "n"
+        [[args]]
+        name = "b"
+        dtype = "float32"
+        shape = "n"
+        [[args]]
+        name = "c"
+        dtype = "float32"
+        shape = "n"
+        output = true
+        [launch]
+        global = ["n"]
+        local = [64]
+        [[check]]
+        got = "c"
+        expect = "sqrt(4 * a * b)"
+        """))
+    return tmp_path / "hypot4.toml"
+
+
+def test_cli_user_kernel_json(tmp_path):
+    spec = write_user_kernel(tmp_path)
+    r = run_cli("maxplus", spec, "--profile", PROFILE, "--size", 1 << 20, "--model", "cache", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert {"predicted_s", "model", "height", "n"} <= set(out)
+    assert out["model"] == "cache" and out["n"] >= 1 and out["predicted_s"] > 0
+    assert out["height"] >= 4 + 2  # read, 4 multiplies and adds unrolled, sqrt, write
+
+
+def test_cli_explain_reproduces_z3():
+    r = run_cli("maxplus", "vadd", "--profile", PROFILE, "--size", 1 << 20, "--model", "serial",
+                "--batches", "sequential", "--explain")
+    assert r.returncode == 0, r.stderr
+    assert "<1_o, Z^3 (.) 1_i> = T + tau + t + (2n-1)*dt + (n-1)*dT" in r.stdout
+    assert "time: ceil(N/n)*(T + tau + t + (2n-1)*dt + (n-1)*dT)" in r.stdout
+    row2 = next(line for line in r.stdout.splitlines() if line.strip().startswith("2 ")).split()
+    assert row2[1] == "." and "tau" in row2
+
+
+@pytest.mark.parametrize("example,expected", [("fork", "time: max{t1, t2}"), ("chain", "time: t1 + t2")])
+def test_cli_table1_examples(example, expected):
+    r = run_cli("maxplus", "--example", example, "--model", "naive")
+    assert r.returncode == 0, r.stderr
+    assert expected in r.stdout
+
+
+def test_cli_refuses_bad_input_cleanly(tmp_path):
+    r = run_cli("maxplus", "spmv_csr", "--profile", PROFILE, "--size", 1 << 20)
+    assert r.returncode == 2 and "depends on data" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("maxplus", "vadd", "--profile", PROFILE, "--size", 1024, "--model", "magic")
+    assert r.returncode == 2 and "unknown --model" in r.stderr
+    r = run_cli("maxplus", "vadd", "--profile", tmp_path / "none.json", "--size", 1024)
+    assert r.returncode == 2 and "profile not found" in r.stderr

@@ -1,0 +1,71 @@
+"""Wrapped multi-kernel runs on the real PoCL device: phases, shares, checks, overhead."""
+
+import numpy as np
+import pytest
+
+from gpuprofiler.errors import CheckError, UserError
+from gpuprofiler.workloads.apps import load_app, measure_app
+from gpuprofiler.workloads.builtin import resolve
+from gpuprofiler.workloads.wrapper import RunContext, launch_overhead
+
+
+def test_cg_phases(pocl, quick_policy):
+    records = measure_app(pocl, load_app(resolve("cg")), [4096], quick_policy)
+    phases = {r["phase"]: r for r in records}
+    assert {"spmv", "dot_partial", "axpy", "xpay", "memcpy HtoD", "memcpy DtoH"} == set(phases)
+    it = load_app(resolve("cg")).module.ITERATIONS
+    assert phases["spmv"]["calls"] == it and phases["dot_partial"]["calls"] == 2 * it
+    assert phases["axpy"]["calls"] == 2 * it and phases["memcpy DtoH"]["calls"] == 2 * it + 1
+    assert all(r["checked"] and r["median_s"] > 0 and r["samples"] >= 5 for r in records)
+    assert sum(r["share"] for r in records) == pytest.approx(1.0, abs=0.05)
+
+
+def test_jacobi_runs_and_checks(pocl, quick_policy):
+    records = measure_app(pocl, load_app(resolve("jacobi")), [4096], quick_policy)
+    assert {r["phase"] for r in records} >= {"jacobi_step", "diff_partial"}
+    assert all(r["checked"] for r in records)
+    copies = {r["phase"]: r for r in records if r["phase_kind"] == "copy"}
+    assert copies and all(r["work"] > 0 and r["work_unit"] == "bytes" and r["work"] % 4 == 0 for r in copies.values())
+
+
+def test_regions_and_raw_events(pocl, tmp_path):
+    ctx = RunContext(pocl)
+    kernel = ctx.compile("__kernel void k(__global float *x) { x[get_global_id(0)] += 1.0f; }", "k")
+    buf = ctx.to_device(np.zeros(64, np.float32))
+    with ctx.region("solve"):
+        ctx.launch(kernel, (64,), (64,), buf)
+        ctx.launch(kernel, (64,), (64,), buf)
+    ctx.launch(kernel, (64,), (64,), buf)
+    ctx.finish()
+    phases = ctx.recorder.phase_times()
+    assert phases["solve"]["calls"] == 2 and phases["k"]["calls"] == 1 and phases["memcpy HtoD"]["calls"] == 1
+    # the work each phase did: work-items launched, bytes copied; a region mixing both has none
+    assert phases["solve"]["work"] == 128 and phases["k"]["work"] == 64 and phases["memcpy HtoD"]["work"] == 256
+    assert phases["solve"]["work_unit"] == "work-items" and phases["memcpy HtoD"]["work_unit"] == "bytes"
+    with ctx.region("mixed"):
+        ctx.to_device(np.zeros(8, np.float32), buf)
+        ctx.launch(kernel, (64,), (64,), buf)
+    ctx.record("raw", ctx.launch(kernel, (64,), (64,), buf))
+    ctx.finish()
+    phases = ctx.recorder.phase_times()
+    assert phases["mixed"]["work"] is None and phases["raw"]["work"] is None
+
+
+def test_wrapper_overhead_is_small(pocl):
+    o = launch_overhead(pocl)
+    assert o["bare_launch_s"] > 0
+    assert o["overhead_per_launch_s"] < 200e-6  # generous: Python bookkeeping only
+
+
+def test_app_errors_are_user_errors(pocl, tmp_path, quick_policy):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def run(ctx, n):\n    return 1 / 0\n")
+    with pytest.raises(UserError, match=r"ZeroDivisionError \(line 2\)"):
+        measure_app(pocl, load_app(bad), [8], quick_policy)
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("def run(ctx, n):\n    return n\n\ndef check(n, r):\n    assert r == n + 1, 'off by one'\n")
+    with pytest.raises(CheckError, match="off by one"):
+        measure_app(pocl, load_app(wrong), [8], quick_policy)
+    with pytest.raises(UserError, match="must define run"):
+        (tmp_path / "norun.py").write_text("x = 1\n")
+        load_app(tmp_path / "norun.py")

@@ -1,0 +1,59 @@
+"""Every builtin spec runs, checks against numpy and is timed on the real PoCL device."""
+
+import shutil
+
+import pytest
+from conftest import KERNELS
+
+from gpuprofiler.errors import CheckError
+from gpuprofiler.workloads.builtin import builtin_specs
+from gpuprofiler.workloads.kernel import measure_spec, prepare, run_checked
+from gpuprofiler.workloads.spec import load_spec
+
+
+@pytest.mark.parametrize("path", builtin_specs(), ids=lambda p: p.stem)
+def test_builtin_spec_checks_and_times(pocl, quick_policy, path):
+    spec = load_spec(path)
+    [rec] = measure_spec(pocl, spec, [spec.small[0]], quick_policy)
+    assert rec["checked"] is True
+    assert rec["samples"] >= 5 and len(rec["samples_s"]) == rec["samples"]
+    assert rec["median_s"] > 0 and rec["ci_low_s"] <= rec["median_s"] <= rec["ci_high_s"]
+    assert rec["min_s"] <= rec["median_s"]
+    # device event time can never exceed the host round trip that contains it
+    assert rec["median_s"] <= rec["host_median_s"] * 1.05
+
+
+def test_wrong_kernel_is_caught(pocl, tmp_path):
+    for f in KERNELS.glob("vadd.*"):
+        shutil.copy(f, tmp_path / f.name)
+    cl = tmp_path / "vadd.cl"
+    cl.write_text(cl.read_text().replace("a[i] + b[i]", "a[i] - b[i]"))
+    with pytest.raises(CheckError, match="differs"):
+        run_checked(pocl, prepare(pocl, load_spec(tmp_path / "vadd.toml"), 4096))
+
+
+def test_unwritten_output_is_caught_by_poison(pocl, tmp_path):
+    for f in KERNELS.glob("vadd.*"):
+        shutil.copy(f, tmp_path / f.name)
+    cl = tmp_path / "vadd.cl"
+    cl.write_text(cl.read_text().replace("if (i < n)", "if (i < n / 2)"))
+    with pytest.raises(CheckError, match=r"differs.*in 2048 of 4096"):
+        run_checked(pocl, prepare(pocl, load_spec(tmp_path / "vadd.toml"), 4096))
+
+
+def test_time_scales_with_work(pocl, quick_policy):
+    spec = load_spec(KERNELS / "copy.toml")
+    small, big = measure_spec(pocl, spec, [1 << 16, 1 << 22], quick_policy, check=False)
+    # 64x the data: generous sanity bound, not a timing assertion
+    assert big["median_s"] > 4 * small["median_s"]
+
+
+def test_records_make_a_tidy_table(pocl, quick_policy):
+    from gpuprofiler.measure.storage import to_frame
+
+    spec = load_spec(KERNELS / "copy.toml")
+    records = measure_spec(pocl, spec, [4096, 8192], quick_policy, check=False)
+    frame = to_frame(records)
+    assert list(frame.columns) == ["kernel", "phase", "size", "rep", "seconds", "device"]
+    assert len(frame) == sum(r["samples"] for r in records)
+    assert set(frame["size"]) == {4096, 8192} and (frame["seconds"] > 0).all()
