@@ -58,8 +58,8 @@ def alternating_times(backend: Any, kernels: Sequence[Any], global_size: Sequenc
                       args: Sequence[Any], policy: TimingPolicy) -> list[Summary]:
     """Device event times of several kernels launched in alternation, one of each per round: a shared machine's
     load drifts, and kernels sampled one after the other would see different loads (two chain lengths
-    whose ratio must be 2, say)."""
-    engine = Engine(policy)
+    whose ratio must be 2, say). Each kernel keeps the policy's budget: the rounds get their sum."""
+    engine = Engine(policy.but(budget_s=policy.budget_s * len(kernels)))
 
     def run(kernel: Any) -> Callable[[], float]:
         def once() -> float:

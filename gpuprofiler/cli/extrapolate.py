@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
     from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record, size_functions
     from gpuprofiler.models.fractal.regimes import hardware_sizes
+    from gpuprofiler.profile.file import load_profile
     from gpuprofiler.report.text import print_extrapolation
     from gpuprofiler.workloads.builtin import resolve
     from gpuprofiler.workloads.sweep import load_target, run_sweep
@@ -44,21 +45,24 @@ def run(args: argparse.Namespace) -> int:
     targets = args.targets or item.target
     if not targets:
         raise UserError(f"{path}: no --target given and no default target sizes")
+    given = load_profile(args.profile) if args.profile else None
+    notes: list[str] = []
+    ws, _ = size_functions(item, targets[0])
+    if args.small:
+        small = args.small
+    elif given is not None and ws is not None:  # sizes from a profile named on purpose; a stored one informs the fit
+        small, notes = hardware_sizes(max(targets), ws, given)
+        progress(f"hardware-aware small sizes from {args.profile}: {small}")
+    else:
+        small = item.small
+    if not small or max(small) >= min(targets):
+        raise UserError("the small sizes must all lie below the targets")
+    if len(small) < FractalPredictor.min_sizes:
+        raise UserError(f"give at least {FractalPredictor.min_sizes} small sizes")
     backend = open_backend(args.device)
     log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
     try:
-        profile = find_profile(args, backend.info).profile
-        notes: list[str] = []
-        ws, _ = size_functions(item, targets[0])
-        if args.small:
-            small = args.small
-        elif args.profile and ws is not None:  # sizes from a profile named on purpose; a stored one informs the fit
-            small, notes = hardware_sizes(max(targets), ws, profile)
-            progress(f"hardware-aware small sizes from {args.profile}: {small}")
-        else:
-            small = item.small
-        if not small or max(small) >= min(targets):
-            raise UserError("the small sizes must all lie below the targets")
+        profile = given if given is not None else find_profile(args, backend.info).profile
         sweep = run_sweep(backend, item, small, policy(args), check=not args.no_check, on_record=log.append,
                           progress=progress)
         checks = {}
@@ -78,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     records = []
     for p in fractal.predict(targets):
         rec = dict(p.details)
-        rec["warnings"] = rec["warnings"] + notes
+        rec["warnings"] = notes + rec["warnings"]
         records.append(check_record(rec, checks[p.size]) if p.size in checks else rec)
     for w in dict.fromkeys(w for r in records for w in r["warnings"]):
         progress(f"warning: {w}")

@@ -28,8 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.device import open_backend
     from gpuprofiler.measure.storage import command_line
     from gpuprofiler.models import registry
-    from gpuprofiler.profile.file import load_profile
-    from gpuprofiler.profile.locate import choose_profile, how_to_make
+    from gpuprofiler.profile.hardware import view
     from gpuprofiler.report.validation import PREDICTION_COLUMNS, SUMMARY_COLUMNS, write_csv, write_report
     from gpuprofiler.validate import suite
 
@@ -38,22 +37,12 @@ def run(args: argparse.Namespace) -> int:
     suite.suite_paths(args.suite, args.items)  # a bad suite fails before anything is opened
     backend = open_backend(args.device)
     try:
-        kept = outdir / "profile.json"
-        if args.profile:
-            profile, profile_name = load_profile(args.profile), args.profile
-        elif kept.exists() and not args.fresh:
-            progress(f"reusing the profile {kept}")
-            profile, profile_name = load_profile(kept), str(kept)
-        else:
-            choice = choose_profile(None, backend.info)
-            if choice.profile is not None:
-                progress(choice.message)
-                profile, profile_name = choice.profile, str(choice.path)
-            else:
-                progress(f"no --profile and none stored ({how_to_make(backend.info)}): calibrating "
-                         f"{backend.info.id} first ({'quick' if args.quick else 'full'}) into {kept}")
-                outdir.mkdir(parents=True, exist_ok=True)
-                profile, profile_name = calibrate(backend, kept, quick=args.quick, progress=progress), str(kept)
+        profile, profile_name = choose(args, outdir, backend, calibrate)
+        described = view(profile).name
+        mismatch = (f"the profile describes {described}; the measurements are of {backend.info.name}"
+                    if described != backend.info.name else None)
+        if mismatch:
+            progress(f"note: {mismatch}")
         try:
             results = suite.run(backend, args.suite, outdir, profile, models, args.quick, args.fresh, progress,
                                 args.items)
@@ -66,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     summary = suite.summarize(rows)
     write_csv(outdir / "predictions.csv", rows, PREDICTION_COLUMNS)
     write_csv(outdir / "summary.csv", summary, SUMMARY_COLUMNS)
-    notes = suite.model_notes(results, models)
+    notes = suite.model_notes(results, models) + ([mismatch] if mismatch else [])
     reused = sum(res.reused for res in results)
     notes.append(f"{reused} of {sum(res.measurements for res in results)} measurement(s) reused from an earlier run "
                  "(see the command in each record of measurements.jsonl)" if reused else
@@ -80,3 +69,29 @@ def run(args: argparse.Namespace) -> int:
               f"{100 * s['median_abs_error']:5.1f}%  max {100 * s['max_abs_error']:7.1f}%")
     progress(f"report: {report}")
     return 0
+
+
+def choose(args: argparse.Namespace, outdir: Path, backend, calibrate) -> tuple:
+    """The run's profile and its name: ``--profile``; else OUTDIR's from an earlier run (not with ``--fresh``);
+    else the device's stored profile, copied into OUTDIR so the run's folder holds what it used; else a
+    calibration into OUTDIR."""
+    import shutil
+
+    from gpuprofiler.profile.file import load_profile
+    from gpuprofiler.profile.locate import choose_profile, how_to_make
+
+    kept = outdir / "profile.json"
+    if args.profile:
+        return load_profile(args.profile), args.profile
+    if kept.exists() and not args.fresh:
+        progress(f"reusing the profile {kept}")
+        return load_profile(kept), str(kept)
+    outdir.mkdir(parents=True, exist_ok=True)
+    stored = choose_profile(None, backend.info)
+    if stored.profile is not None:
+        progress(f"{stored.message}; copied to {kept}")
+        shutil.copyfile(stored.path, kept)
+        return load_profile(kept), f"{stored.path} (copied to {kept})"
+    progress(f"no --profile and none stored ({how_to_make(backend.info)}): calibrating {backend.info.id} first "
+             f"({'quick' if args.quick else 'full'}) into {kept}")
+    return calibrate(backend, kept, quick=args.quick, progress=progress), str(kept)

@@ -39,12 +39,10 @@ class Timing:
 
 
 class Engine:
-    """Samples a run under a :class:`TimingPolicy`; ``hooks`` run around every timed launch (after the
-    backend's own)."""
+    """Samples runs under a :class:`TimingPolicy`; a timed launch runs the backend's launch hooks around it."""
 
-    def __init__(self, policy: TimingPolicy | None = None, hooks: Sequence[LaunchHook] = ()):
+    def __init__(self, policy: TimingPolicy | None = None):
         self.policy = policy or TimingPolicy()
-        self.hooks = list(hooks)
 
     def sample(self, run_once: Callable[[], float]) -> Timing:
         """Time ``run_once`` (which returns the device seconds of one run, or another per-run value, and
@@ -64,8 +62,8 @@ class Engine:
         timings = [Timing(policy=policy) for _ in runs]
         warm_start = time.perf_counter()
         rounds = 0
-        while policy.warmup and rounds < policy.max_samples and (
-                rounds < policy.warmup or time.perf_counter() - warm_start < policy.warmup_s):
+        while policy.warmup and (rounds < policy.warmup or (
+                time.perf_counter() - warm_start < policy.warmup_s and rounds < policy.max_samples)):
             for run, timing in zip(runs, timings):
                 timing.warmup_s.append(run())
             rounds += 1
@@ -95,7 +93,7 @@ class Engine:
     def launch_once(self, backend: Any, kernel: Any, global_size: Sequence[int], local_size: Sequence[int] | None,
                     args: Sequence[Any]) -> Any:
         """One launch with the hooks around it (not waited for); returns its event."""
-        hooks = [*backend.launch_hooks(), *self.hooks]
+        hooks: Sequence[LaunchHook] = backend.launch_hooks()
         for hook in hooks:
             hook.before_launch()
         event = backend.launch(kernel, global_size, local_size, args)

@@ -93,7 +93,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
 
 
 def to_frame(records: Iterable[dict[str, Any]]):
-    """Tidy table, one row per sample: kernel, phase, size, rep, seconds, device."""
+    """Tidy table, one row per sample: kernel, phase, size, rep, seconds, device (pandas imported on use)."""
     import pandas as pd
 
     rows = [

@@ -113,7 +113,3 @@ class Predictor(abc.ABC):
     def _fitted(self) -> None:
         if not getattr(self, "fitted_", False):
             raise RuntimeError(f"{type(self).__name__}: call fit() before predict()")
-
-    def warnings(self) -> list[str]:
-        """What the user should know about the fitted predictions (regime changes, dropped sizes)."""
-        return []

@@ -83,9 +83,11 @@ def figure_of(node: Any, key: str) -> Figure:
 
 @dataclass(frozen=True)
 class Cache:
+    """A cache level found as a knee of the latency curve (its latency, where the profile has it)."""
+
     level: int
     size_bytes: float
-    latency_s: float
+    latency_s: float | None
 
 
 class HardwareView:
@@ -94,53 +96,53 @@ class HardwareView:
 
     def __init__(self, profile: Profile | None = None):
         self.profile = profile
-        self.data: dict[str, Any] = profile.data if profile is not None else {}
-        device = self.data.get("device")
-        self.device: dict[str, Any] = device if isinstance(device, dict) else {}
+        self._data: dict[str, Any] = profile.data if profile is not None else {}
+        device = self._data.get("device")
+        self._device: dict[str, Any] = device if isinstance(device, dict) else {}
 
     # ---- the device --------------------------------------------------------------------------
 
     @property
     def name(self) -> str:
-        return str(self.device.get("name", "?"))
+        return str(self._device.get("name", "?"))
 
     @property
     def kind(self) -> str:
         """``gpu``, ``cpu``, ``accelerator`` or ``other`` (``?`` without a profile)."""
-        return str(self.device.get("type", "?")).lower()
+        return str(self._device.get("type", "?")).lower()
 
     @property
     def backend(self) -> str | None:
         """``opencl`` or ``cuda``: the API the profile was measured through."""
-        b = self.device.get("backend")
+        b = self._device.get("backend")
         return str(b) if b else None
 
     @property
     def is_nvidia_gpu(self) -> bool:
-        return self.kind == "gpu" and str(self.device.get("vendor", "")).upper().startswith("NVIDIA")
+        return self.kind == "gpu" and str(self._device.get("vendor", "")).upper().startswith("NVIDIA")
 
     @property
     def arch(self) -> str | None:
         """``sm_XY`` from the compute capability ``X.Y`` the CUDA driver reported; None for other devices."""
-        cc = self.device.get("compute_capability")
+        cc = self._device.get("compute_capability")
         if not cc:
             return None
         return "sm_" + str(cc).strip().replace(".", "")
 
     @property
     def compute_units(self) -> Figure:
-        v = _number(self.device.get("compute_units"))
-        return Figure(v, "profile device.compute_units", measured=True) if v else Figure(None, "no compute units")
+        v = _number(self._device.get("compute_units"))
+        return Figure(v, "profile device.compute_units") if v else Figure(None, "no compute units")
 
     @property
     def clock_hz(self) -> Figure:
         """The clock cycles and seconds were converted with: measured at calibration, else the driver's."""
-        clock = self.data.get("clock") if isinstance(self.data.get("clock"), dict) else {}
+        clock = self._data.get("clock") if isinstance(self._data.get("clock"), dict) else {}
         hz = _number(clock.get("hz"))
         if hz and hz > 0:
             source = f"profile clock.hz ({clock.get('source', '')})".replace(" ()", "")
             return Figure(hz, source, _interval(clock), measured=True)
-        mhz = _number(self.device.get("clock_mhz"))
+        mhz = _number(self._device.get("clock_mhz"))
         if mhz and mhz > 0:
             return Figure(mhz * 1e6, "profile device.clock_mhz (reported)")
         return Figure(None, "no clock in the profile")
@@ -149,7 +151,7 @@ class HardwareView:
 
     def figure(self, key: str) -> Figure:
         """The figure at a dotted key path (``memory.read_s``, ``bandwidth.streaming_llc_bytes``)."""
-        node: Any = self.data
+        node: Any = self._data
         for part in key.split("."):
             if isinstance(node, dict) and part in node:
                 node = node[part]
@@ -172,17 +174,19 @@ class HardwareView:
 
     @property
     def instructions(self) -> dict[str, Any]:
-        node = self.data.get("instructions")
+        node = self._data.get("instructions")
         return node if isinstance(node, dict) else {}
 
     @property
     def caches(self) -> list[Cache]:
         """The cache levels found as knees of the latency curve, smallest first."""
         out = []
-        for c in self.data.get("caches") or []:
-            size, lat = _number((c or {}).get("size_bytes")), _number((c or {}).get("latency_s"))
-            if size and lat:
-                out.append(Cache(int(c.get("level", len(out) + 1)), size, lat))
+        for c in self._data.get("caches") or []:
+            c = c if isinstance(c, dict) else {}
+            size, lat = _number(c.get("size_bytes")), _number(c.get("latency_s"))
+            if size and size > 0:
+                level = _number(c.get("level"))
+                out.append(Cache(int(level) if level else len(out) + 1, size, lat if lat and lat > 0 else None))
         return out
 
     def _curve(self, section: dict | None, key: str, value: str) -> list[tuple[float, float]]:
@@ -196,20 +200,13 @@ class HardwareView:
     @property
     def bandwidth_curve(self) -> list[tuple[float, float]]:
         """Read bandwidth against working set: (bytes, B/s), increasing bytes."""
-        return self._curve(self.data.get("bandwidth") if isinstance(self.data.get("bandwidth"), dict) else None,
+        return self._curve(self._data.get("bandwidth") if isinstance(self._data.get("bandwidth"), dict) else None,
                            "working_set_curve", "Bps")
 
     @property
     def latency_curve(self) -> list[tuple[float, float]]:
         """Pointer-chase latency against working set: (bytes, seconds), increasing bytes."""
-        return self._curve({"curve": self.data.get("latency_curve")}, "curve", "latency_s")
-
-    # ---- defaults -----------------------------------------------------------------------------
-
-    @staticmethod
-    def reference(arch: str) -> dict[str, Any]:
-        """The reference board of ``arch`` (a key of :data:`REFERENCE_BOARDS`)."""
-        return REFERENCE_BOARDS[arch]
+        return self._curve({"curve": self._data.get("latency_curve")}, "curve", "latency_s")
 
 
 def view(profile: Profile | HardwareView | None) -> HardwareView:

@@ -7,8 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from gpuprofiler.profile.hardware import view
+
 
 def pyplot():
+    """matplotlib's pyplot on the file backend (imported when a plot is drawn: it is slow to import)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,24 +31,23 @@ def save_figure(fig, path: str | Path) -> Path:
 
 def plot_latency(profile: Any, path: str | Path) -> Path | None:
     """PNG of access latency against working-set size, with the detected cache levels."""
-    curve = profile.data.get("latency_curve")
+    hw = view(profile)
+    curve = hw.latency_curve
     if not curve:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    xs = [p["bytes"] for p in curve]
-    ys = [p["latency_s"] * 1e9 for p in curve]
+    xs = [b for b, _ in curve]
+    ys = [s * 1e9 for _, s in curve]
     ax.plot(xs, ys, "o-", ms=3, label="pointer chase")
-    for c in profile.data.get("caches", []):
-        ax.axvline(c["size_bytes"], color="grey", ls="--", lw=0.8)
-        ax.text(c["size_bytes"], max(ys), f" L{c['level']} {c['size_bytes'] / 1024:.0f} KiB", rotation=90,
-                va="top", fontsize=8)
+    for c in hw.caches:
+        ax.axvline(c.size_bytes, color="grey", ls="--", lw=0.8)
+        ax.text(c.size_bytes, max(ys), f" L{c.level} {c.size_bytes / 1024:.0f} KiB", rotation=90, va="top", fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("working set (bytes)")
     ax.set_ylabel("latency per access (ns)")
-    dev = profile.data.get("device", {})
-    ax.set_title(f"{dev.get('name')}: memory latency ({profile.data.get('created', '')[:10]})", fontsize=10)
+    ax.set_title(f"{hw.name}: memory latency ({str(profile.data.get('created', ''))[:10]})", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     return save_figure(fig, path)
 

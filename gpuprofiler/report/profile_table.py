@@ -1,4 +1,4 @@
-"""Human views of a hardware profile: the `profile show` table and the latency-versus-working-set plot."""
+"""Human views of a hardware profile: the `profile show` table and `profile compare`'s side-by-side table."""
 
 from __future__ import annotations
 

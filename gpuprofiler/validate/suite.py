@@ -41,7 +41,9 @@ def suite_paths(suite: str, items: list[str] | None = None) -> list[Path]:
         paths = sorted(folder.glob("*.toml")) + sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
         if not paths:
             raise UserError(f"--suite {suite}: no kernel specs (*.toml) or apps (*.py) in the folder")
-    if items:
+    if items is not None:
+        if not items:
+            raise UserError("--items: no item named")
         unknown = [name for name in items if name not in {p.stem for p in paths}]
         if unknown:
             raise UserError(f"--items: {', '.join(unknown)} not in the suite (it has: "
@@ -160,10 +162,10 @@ def _measure(store: Store, backend, item, digest: str, size: int, policy: Timing
 
 
 def check_models(models: list[str] | None) -> list[str]:
-    """The predictors to run (default: every registered one); an unknown name is a UserError."""
-    names = list(models) if models else registry.names()
+    """The predictors to run (None: every registered one); an unknown name is a UserError."""
+    names = registry.names() if models is None else list(models)
     if not names:
-        raise UserError("no model to run")
+        raise UserError(f"no model given: choose from {', '.join(registry.names())}")
     for name in names:
         registry.get(name)
     return names
@@ -235,14 +237,20 @@ def predict_item(res: ItemResult, item, sweep: Sweep, checks: dict[int, Sweep], 
 
 
 def model_notes(results: list[ItemResult], models: list[str]) -> list[str]:
-    """A run-level note for each model that applied to no item for one reason; per-item notes for the others."""
+    """One run-level note for each model that predicted no item (why, with the items for each reason when they
+    differ); the other models' refusals become notes of their items."""
     notes = []
     for name in models:
-        reasons = {res.refused.get(name) for res in results}
-        if results and len(reasons) == 1 and None not in reasons:
-            notes.append(f"{name}: not run, {reasons.pop()}")
-            for res in results:
-                res.refused.pop(name, None)
+        if not results or any(name in res.fitted for res in results):
+            continue
+        why: dict[str, list[str]] = {}
+        for res in results:
+            if name in res.refused:
+                why.setdefault(res.refused.pop(name), []).append(res.name)
+        if len(why) == 1:
+            notes.append(f"{name}: not run, {next(iter(why))}")
+        elif why:
+            notes.append(f"{name}: not run: " + "; ".join(f"{r} ({', '.join(items)})" for r, items in why.items()))
     for res in results:
         res.notes += [f"{name}: {reason}" for name, reason in res.refused.items()]
     return notes

@@ -1,7 +1,7 @@
 """Kernel specs: a declarative TOML file that says how to build, launch, size and check one kernel.
 
 The format is documented in the README ("Bring your own kernel"). Every
-expression goes through :mod:`gpuprofiler.safe_eval`. Errors name the field.
+expression goes through :mod:`gpuprofiler.workloads.safe_eval`. Errors name the field.
 """
 
 from __future__ import annotations

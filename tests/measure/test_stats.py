@@ -3,7 +3,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from gpuprofiler.measure.engine import TimingPolicy, sample
+from gpuprofiler.measure.engine import sample
+from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.stats import median_interval, summarize
 
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
 from gpuprofiler.models.fractal.extrap import evaluate_model, extrap_models
-from gpuprofiler.models.fractal.extrapolate import MIN_POINTS, Extrapolation, extrapolate
+from gpuprofiler.models.fractal.extrapolate import Extrapolation, extrapolate
 from gpuprofiler.models.fractal.regimes import regime_warnings
 from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.apps import App
@@ -31,6 +31,7 @@ class FractalPredictor(Predictor):
     """
 
     name = "fractal"
+    min_sizes = 2  # a law with two parameters; the laws that need more are left out by the choice itself
     description = "fractal extrapolation from a small-size sweep (Escobar & Boppana) with overhead, work, cache laws"
     needs_measurements = True
 
@@ -45,9 +46,9 @@ class FractalPredictor(Predictor):
 
     def fit(self, item: Any, profile: Any = None, measurements: Sweep | None = None) -> "FractalPredictor":
         self._refuse_unless(item, profile)
-        if measurements is None or len(measurements.sizes) < MIN_POINTS:
+        if measurements is None or len(measurements.sizes) < self.min_sizes:
             have = 0 if measurements is None else len(measurements.sizes)
-            raise NotApplicable(f"fractal: needs a sweep of at least {MIN_POINTS} small sizes (got {have})")
+            raise NotApplicable(f"fractal: needs a sweep of at least {self.min_sizes} small sizes (got {have})")
         hw = view(profile)
         self.item_ = item
         self.profile_ = profile
@@ -74,9 +75,6 @@ class FractalPredictor(Predictor):
         """The fit's own warnings, then targets on the other side of a regime boundary than the small sizes."""
         return list(self.extrapolation_.warnings) + regime_warnings(
             self.small_sizes_, list(sizes), self.working_set_, self.work_items_, self.profile_)
-
-    def warnings(self) -> list[str]:
-        return list(self.extrapolation_.warnings) if getattr(self, "fitted_", False) else []
 
     def predict(self, sizes: Sequence[int]) -> list[Prediction]:
         """One prediction per target; its details are the ``extrapolate --json`` record without the check."""

@@ -13,7 +13,7 @@ def cache_boundaries(profile) -> list[tuple[str, float]]:
     """Cache sizes that bound a regime: the latency knees, and the streaming knee (the last-level cache as a
     stream sees it, which on CPUs with a large shared cache lies well past the latency knee)."""
     hw = view(profile)
-    out = [(f"L{c.level} cache ({c.size_bytes / 2**20:.1f} MiB, latency knee)", float(c.size_bytes)) for c in hw.caches]
+    out = [(f"L{c.level} cache ({_bytes(c.size_bytes)}, latency knee)", float(c.size_bytes)) for c in hw.caches]
     stream = hw.figure("bandwidth.streaming_llc_bytes").value
     if stream:
         out.append((f"the last-level cache as streams see it ({stream / 2**20:.0f} MiB)", float(stream)))
@@ -54,8 +54,12 @@ def regime_warnings(small: list[int], targets: list[int], working_set, work_item
     return out
 
 
+def _bytes(v: float) -> str:
+    return f"{v / 2**20:.1f} MiB" if v >= 2**20 else f"{v / 2**10:.0f} KiB"
+
+
 def _fmt(v: float, what: str) -> str:
-    return f"{v / 2**20:.1f} MiB" if what == "working set" else f"{v:.0f}"
+    return _bytes(v) if what == "working set" else f"{v:.0f}"
 
 
 def hardware_sizes(target: int, working_set, profile, count: int = 6, ratio: float = 8.0,

@@ -22,10 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pcpp
 import sympy
+from pycparser import c_ast, c_parser
+from pycparser.c_parser import ParseError
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.maxplus.graph import Kernel, KernelGraph
+from gpuprofiler.workloads.safe_eval import evaluate_int
 
 MAX_UNROLLED = 1 << 20  # statements executed while unrolling: beyond this the graph is too large
 
@@ -265,8 +269,6 @@ LOCAL_PARAM = re.compile(r"\b(?:__local|local)\s+(?:const\s+)?(\w+)\s*\*\s*(\w+)
 
 
 def preprocess(text: str, filename: str, defines: dict[str, Any]) -> str:
-    import pcpp
-
     pp = pcpp.Preprocessor()
     pp.line_directive = "#line"
     for k, v in defines.items():
@@ -281,9 +283,6 @@ def preprocess(text: str, filename: str, defines: dict[str, Any]) -> str:
 
 def parse(source: str, filename: str, defines: dict[str, Any] | None = None):
     """Preprocess and parse a kernel source; returns (pycparser AST, local arrays, local pointer params)."""
-    from pycparser import c_parser
-    from pycparser.c_parser import ParseError
-
     text = preprocess(source, filename, defines or {})
     local_arrays = {}
     for elem, name, dims in LOCAL_DECL.findall(text):
@@ -301,8 +300,6 @@ def parse(source: str, filename: str, defines: dict[str, Any] | None = None):
 def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: list[int] | None,
           filename: str = "kernel", defines: dict[str, Any] | None = None) -> Kernel:
     """The max-plus graph of ``kernel_name`` for one work-item, at the given scalar arguments."""
-    from pycparser import c_ast
-
     ast, local_arrays, local_params = parse(source, filename, defines)
     funcs = [e for e in ast.ext if isinstance(e, c_ast.FuncDef) and e.decl.name == kernel_name]
     if not funcs:
@@ -705,8 +702,6 @@ def mark_first_reads(fragments: list[KernelGraph]) -> None:
 
 def _extent(text: str, filename: str) -> int:
     """A local array's extent (``TILE + 1`` after preprocessing) by the safe arithmetic evaluator."""
-    from gpuprofiler.workloads.safe_eval import evaluate_int
-
     return evaluate_int(text, {}, f"{filename}: local array extent")
 
 

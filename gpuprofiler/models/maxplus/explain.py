@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import sympy
 
 from gpuprofiler.models.maxplus import symbolic
@@ -13,8 +14,6 @@ MATRIX_NODES = 40  # larger fragments are listed arc by arc only
 
 def display_order(g: KernelGraph, with_loops: bool) -> list[int]:
     """Outputs first, inputs last (the paper's numbering): nodes by decreasing level, then creation."""
-    import numpy as np
-
     loops = np.zeros(g.size, dtype=bool)
     if with_loops:
         loops[list(g.loops)] = True

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import sympy
 
 from gpuprofiler.models.maxplus.algebra import EPS
 
@@ -66,8 +67,6 @@ def _bigger(a, b):
     try:
         return max(a, b)
     except TypeError:
-        import sympy
-
         return sympy.Max(a, b)
 
 

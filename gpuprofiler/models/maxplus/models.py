@@ -129,6 +129,7 @@ def parameters(profile, kernel: Kernel | None = None, n_override: int | None = N
     for kind, key in (("dt", "bandwidth.read_Bps"), ("dT", "bandwidth.write_Bps")):
         fig = hw.figure(key)
         if keep(f"{kind}_per_byte", fig, invert=True):
+            del src[f"{kind}_per_byte"]  # named by the steps it makes
             src[kind] = f"element bytes / {key} ({fig.value / 1e9:.3g} GB/s) for unit-stride accesses"
             src[f"{kind}_line"] = f"{line} B / {key}: each access fetches its own line"
     if n_override is not None:
@@ -360,7 +361,8 @@ def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, mode
     nb = math.ceil(work_items / params.n)
     batch_s, bus_s, ops_s = _times(kernel, model, params, parts)
     total = _total(batches, nb, batch_s, bus_s, ops_s)
-    ends = [_total(batches, nb, *_times(kernel, model, params.at(end), parts)) for end in ("low", "high")]
+    ends = [_total(batches, nb, *_times(kernel, model, params.at(end), parts)) for end in ("low", "high")
+            ] if params.bounds else []
     if batches == "sequential":
         sym = sympy.ceiling(N / n) * batch_sym
     else:

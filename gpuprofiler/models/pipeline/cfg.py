@@ -699,7 +699,7 @@ def find_path(cfg: CFG, ev: Evaluator, trips: dict[str, int] | None = None, defa
 
 
 def cfg_features(cfg: CFG, path: Path) -> dict[str, float]:
-    """CFG features for the learned correction: blocks, loops, dynamic path length, divergence."""
+    """The CFG's summary in the prediction's ``features``: blocks, loops, dynamic path length, divergence."""
     counts = block_counts(path.items, len(cfg.blocks))
     div = [b["divergent_warps"] for b in path.branches if b.get("divergent_warps") is not None]
     return {"blocks": float(len(cfg.blocks)), "loops": float(len(cfg.loops)),

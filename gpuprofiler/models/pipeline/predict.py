@@ -151,7 +151,7 @@ def hardware(profile: Any | None, arch: str | None, working_set: float | None = 
     else:
         store, src["store_latency"] = float(lat_default["dram"]), f"default {arch} (DRAM)"
     per_thread, fixed = hw.figure("launch.per_thread_s"), hw.figure("launch.fixed_s")
-    if per_thread.ok and fixed.ok:
+    if positive(per_thread) and fixed.ok:
         a, b = per_thread.value, max(fixed.value, 0.0)
         src["launch"] = "profile launch.per_thread_s, launch.fixed_s (linear fit)"
         for name, fig in (("launch_per_thread_s", per_thread), ("launch_fixed_s", fixed)):

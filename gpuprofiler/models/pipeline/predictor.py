@@ -33,12 +33,12 @@ class PipelinePredictor(Predictor):
         self.default_trip = default_trip
 
     def applies_to(self, item: Any, profile: Any) -> Applicability:
-        if not isinstance(item, KernelSpec):
-            return refuse("it models one kernel launch: not applied to apps")
         hw = view(profile)
         if not hw.is_nvidia_gpu:
             what = f"{hw.name} ({hw.backend}, {hw.kind})" if profile is not None else "no profile"
             return refuse(f"it models NVIDIA GPUs and the profile's device, {what}, is not one")
+        if not isinstance(item, KernelSpec):
+            return refuse("it models one kernel launch: not applied to apps")
         if "cuda" not in item.sources:
             return refuse("the spec has no CUDA source")
         if item.local_size is None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.workloads.builtin import kernels_dir
 
 FIXTURE_TAG = "// gpuprofiler-ptx-fixture"
 # in a source checkout: the repository root is three levels above this file (gpuprofiler/models/pipeline/)
@@ -213,8 +214,6 @@ def cu_source_for_ptx(path: Path, text: str) -> Path | None:
     first = text.split("\n", 1)[0]
     m = re.match(re.escape(FIXTURE_TAG) + r" source=(\S+) sha256=(\w+)", first)
     if m:
-        from gpuprofiler.workloads.builtin import kernels_dir
-
         for folder in (path.parent, kernels_dir(), kernels_dir() / "apps"):
             cand = folder / m.group(1)
             if cand.is_file() and source_hash(cand) == m.group(2):

@@ -23,6 +23,7 @@ import numpy as np
 
 from gpuprofiler.models.pipeline.divergence import Access
 from gpuprofiler.models.pipeline.ptx_parser import Entry, Instruction
+from gpuprofiler.profile.hardware import view
 
 UNIT_CLASSES = ("fp32", "fp64", "int", "sfu", "conv", "fdiv", "ddiv", "idiv", "ldg", "stg", "atomg", "lds", "sts",
                 "local", "param", "const", "s2r", "shfl", "branch", "barrier", "fence", "misc")
@@ -150,10 +151,10 @@ def latency_table(arch: str, profile: Any | None, clock_hz: float | None) -> tup
     notes: list[str] = []
     if profile is None:
         return table, notes
-    device = profile.data.get("device", {}) or {}
-    instr = profile.data.get("instructions") or {}
-    if device.get("type") != "gpu":
-        notes.append(f"the profile's device ({device.get('name', '?')}, {device.get('type', '?')}) is not a GPU: "
+    hw = view(profile)
+    instr = hw.instructions
+    if hw.kind != "gpu":
+        notes.append(f"the profile's device ({hw.name}, {hw.kind}) is not a GPU: "
                      f"its instruction latencies do not describe an SM, so the {arch} defaults are used")
         return table, notes
     if not instr:
@@ -161,14 +162,11 @@ def latency_table(arch: str, profile: Any | None, clock_hz: float | None) -> tup
         return table, notes
 
     def cycles(name: str) -> float | None:
-        node = instr.get(name) or {}
-        ent = node.get("latency_cycles")
-        if isinstance(ent, dict) and ent.get("status") == "ok" and ent.get("value"):
-            return float(ent["value"])
-        return None
+        fig = hw.instruction(name, "latency_cycles")
+        return fig.value if fig.ok and fig.value > 0 else None
 
     used = 0
-    if device.get("backend") == "cuda":
+    if hw.backend == "cuda":
         for name in instr:
             v = cycles(name)
             if v is None:

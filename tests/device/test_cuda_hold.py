@@ -1,0 +1,93 @@
+"""The CUDA backend's hold kernel as a launch hook, with pycuda's driver mocked (no GPU, no pycuda needed):
+queued before each timed launch with its length in nanoseconds, doubled when the host was slower than it,
+and absent from plain launches."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def cuda_module(monkeypatch):
+    """gpuprofiler.device.cuda imported against a stand-in for pycuda.driver."""
+    driver = types.ModuleType("pycuda.driver")
+
+    class Error(Exception):
+        pass
+
+    driver.Error, driver.LogicError, driver.CompileError = Error, type("LogicError", (Error,), {}), Error
+    package = types.ModuleType("pycuda")
+    package.driver = driver
+    monkeypatch.setitem(sys.modules, "pycuda", package)
+    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
+    monkeypatch.delitem(sys.modules, "gpuprofiler.device.cuda", raising=False)
+    import gpuprofiler.device.cuda as cuda
+
+    yield cuda
+    sys.modules.pop("gpuprofiler.device.cuda", None)
+    sys.modules["gpuprofiler.device"].__dict__.pop("cuda", None)
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class Function:
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, *args, **kwargs):
+        self.calls.append((args, kwargs))
+
+
+class FakeBackend:
+    def __init__(self):
+        self.function = Function()
+        self.compiled = []
+
+    def compile(self, source, name):
+        self.compiled.append(name)
+        return types.SimpleNamespace(function=self.function)
+
+
+def test_hold_is_queued_before_the_launch_and_doubles_when_the_host_is_slower(cuda_module, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(cuda_module.time, "perf_counter", clock)
+    backend = FakeBackend()
+    hook = cuda_module.HoldHook(backend)
+    hook.before_launch()
+    (args, kwargs), = backend.function.calls
+    assert backend.compiled == ["gpuprofiler_hold"] and args == (np.uint64(50_000),)
+    assert kwargs == {"block": (1, 1, 1), "grid": (1, 1, 1)}
+    clock.now += 20e-6  # the host queued the timed launch within the hold
+    hook.after_launch()
+    assert hook.hold_s == 50e-6
+    hook.before_launch()
+    clock.now += 80e-6  # the host took longer than the hold: the next hold is twice as long
+    hook.after_launch()
+    assert hook.hold_s == 100e-6 and backend.compiled == ["gpuprofiler_hold"]  # compiled once
+    hook.hold_s = cuda_module.MAX_HOLD_S
+    hook.before_launch()
+    clock.now += 1.0
+    hook.after_launch()
+    assert hook.hold_s == cuda_module.MAX_HOLD_S  # never past the cap
+
+
+def test_backend_gives_one_hook_and_plain_launches_queue_no_hold(cuda_module):
+    backend = object.__new__(cuda_module.CUDABackend)
+    backend._hold_hook = None
+    backend._timed = lambda action: action() or "event"
+    first, = backend.launch_hooks()
+    second, = backend.launch_hooks()
+    assert first is second and isinstance(first, cuda_module.HoldHook)
+    kernel = types.SimpleNamespace(function=Function(), name="k")
+    assert backend.launch(kernel, (1024,), (256,), [np.int32(3)]) == "event"
+    (args, kwargs), = kernel.function.calls
+    assert args == (np.int32(3),) and kwargs == {"block": (256, 1, 1), "grid": (4, 1, 1)}
+    assert first._kernel is None  # the launch itself queued no hold kernel
