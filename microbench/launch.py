@@ -5,7 +5,9 @@
 * ``back_to_back_s``: host time per launch of many launches enqueued in a row, one finish at the end;
 * ``queue_to_start_s``: profiling start minus queued time (OpenCL; clpeak's "kernel launch latency");
 * ``fixed_s`` / ``per_thread_s``: the fit l = a*nt + b of the event duration over total thread counts
-  nt from 1 to 2^24 and several work-group sizes (the PTX pipeline paper's l = 3.824e-6*nt + 2.882 us).
+  nt from 1 to 2^24 and several work-group sizes (the PTX pipeline paper's l = 3.824e-6*nt + 2.882 us);
+* ``per_block_s``: the slope of the same event durations over the work-groups launched, what dispatch
+  really depends on (models charge it as the floor under a launch's work, not on top of it).
 """
 
 from __future__ import annotations
@@ -52,6 +54,12 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
         if fit.slope_ci[1] >= 0 else failed("s/thread", method, f"slope {fit.slope:.3g} is negative"),
         "points": points,
     }
+    # dispatch depends on the work-groups, not the threads: the same thread count in bigger groups is faster
+    blocks = linear_fit([-(-p["threads"] // p["local"]) for p in points], [p["event_s"] for p in points])
+    block_method = "OLS of empty-kernel event time over work-groups launched (same launches)"
+    out["per_block_s"] = (entry(blocks.slope, "s/work-group", block_method, blocks.slope_ci, r2=blocks.r2,
+                                n=blocks.n) if blocks.slope > 0 else
+                          failed("s/work-group", block_method, f"slope {blocks.slope:.3g} is not positive"))
     # five blocks, interleaved with the back-to-back rounds: the interval covers drift between blocks too
     blocks = []
     q2s: list[list[float]] = []

@@ -47,7 +47,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--working-set", type=float, help="bytes the kernel touches (picks cache latency/bandwidth "
                                                      "from the profile's curves; spec form: its array bytes)")
     p.add_argument("--budget", type=int, default=None, help="most warp-instructions to simulate before "
-                                                            "extrapolating (default 2000000)")
+                                                            "extrapolating (default 250000)")
     p.add_argument("--json", action="store_true", help="print only JSON")
     p.add_argument("--explain", action="store_true", help="also show hardware sources, path, loops, accesses, "
                                                           "latencies")

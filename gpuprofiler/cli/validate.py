@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from gpuprofiler.cli.common import add_device, name_list, progress
+from gpuprofiler.errors import UserError
 
 
 def add_parser(sub) -> None:
@@ -19,6 +20,9 @@ def add_parser(sub) -> None:
                                                     "fractal, maxplus, pipeline and any plugin's)")
     p.add_argument("--quick", action="store_true", help="shorter sampling (and a quick calibration if one is needed)")
     p.add_argument("--fresh", action="store_true", help="measure everything again instead of reusing OUTDIR's runs")
+    p.add_argument("--replay", metavar="LOG", help="no device: predict the stored measurements of LOG (a "
+                                                   "measurements.jsonl) with every model; --profile defaults to the "
+                                                   "stored profile of the device that measured them")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder for the report and measurements")
     p.set_defaults(func=run)
 
@@ -26,15 +30,14 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from gpuprofiler.calibrate.driver import calibrate
     from gpuprofiler.device import open_backend
-    from gpuprofiler.measure.storage import command_line
-    from gpuprofiler.models import registry
     from gpuprofiler.profile.hardware import view
-    from gpuprofiler.report.validation import PREDICTION_COLUMNS, SUMMARY_COLUMNS, write_csv, write_report
     from gpuprofiler.validate import suite
 
     models = suite.check_models(args.models)
     outdir = Path(args.output)
     suite.suite_paths(args.suite, args.items)  # a bad suite fails before anything is opened
+    if args.replay:
+        return _replay(args, models, outdir)
     backend = open_backend(args.device)
     try:
         profile, profile_name = choose(args, outdir, backend, calibrate)
@@ -51,17 +54,59 @@ def run(args: argparse.Namespace) -> int:
             return 130
     finally:
         backend.close()
+    reused = sum(res.reused for res in results)
+    notes = [f"{reused} of {sum(res.measurements for res in results)} measurement(s) reused from an earlier run "
+             "(see the command in each record of measurements.jsonl)" if reused else
+             "every measurement taken by this run"] + ([mismatch] if mismatch else [])
+    return _write(args, models, outdir, results, backend.info.name, backend.info.id, profile_name, notes)
+
+
+def _replay(args: argparse.Namespace, models: list[str], outdir: Path) -> int:
+    """``validate --replay LOG``: the log's measurements predicted without a device."""
+    from gpuprofiler.device.base import DeviceInfo
+    from gpuprofiler.profile.hardware import view
+    from gpuprofiler.profile.locate import choose_profile
+    from gpuprofiler.validate.replay import logged_device, read_log, replay
+
+    records = read_log(args.replay)
+    device = logged_device(records)
+    info = None
+    if not args.profile and device.get("slug"):
+        fields = DeviceInfo.__dataclass_fields__
+        info = DeviceInfo(**{k: v for k, v in device.items() if k in fields})
+    choice = choose_profile(args.profile, info)
+    if choice.profile is None:
+        raise UserError(choice.message)
+    if not choice.given:
+        progress(choice.message)
+    outdir.mkdir(parents=True, exist_ok=True)
+    results = replay(args.replay, choice.profile, models, args.suite, args.items, progress)
+    notes = [f"replay of {args.replay}: measured {min(r.get('date', '?') for r in records)} .. "
+             f"{max(r.get('date', '?') for r in records)} by "
+             + " and ".join(f"`{c}`" for c in dict.fromkeys(r.get("command", "?") for r in records))
+             + "; no device was used by this run"]
+    described = view(choice.profile).name
+    if described != device.get("name"):
+        notes.append(f"the profile describes {described}; the measurements are of {device.get('name')}")
+    return _write(args, models, outdir, results, device.get("name", "?"), device.get("id", "?"),
+                  str(choice.path), notes)
+
+
+def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: list, device_name: str,
+           device_id: str, profile_name: str, notes: list[str]) -> int:
+    """predictions.csv, summary.csv and report.md of a run or a replay, and the summary on stdout."""
+    from gpuprofiler.measure.storage import command_line
+    from gpuprofiler.models import registry
+    from gpuprofiler.report.validation import PREDICTION_COLUMNS, SUMMARY_COLUMNS, write_csv, write_report
+    from gpuprofiler.validate import suite
+
     rows = [r for res in results for r in res.rows]
     summary = suite.summarize(rows)
     write_csv(outdir / "predictions.csv", rows, PREDICTION_COLUMNS)
     write_csv(outdir / "summary.csv", summary, SUMMARY_COLUMNS)
-    notes = suite.model_notes(results, models) + ([mismatch] if mismatch else [])
-    reused = sum(res.reused for res in results)
-    notes.append(f"{reused} of {sum(res.measurements for res in results)} measurement(s) reused from an earlier run "
-                 "(see the command in each record of measurements.jsonl)" if reused else
-                 "every measurement taken by this run")
-    meta = {"device_name": backend.info.name, "device_id": backend.info.id, "suite": args.suite,
-            "quick": args.quick, "profile": profile_name, "command": command_line(), "notes": notes,
+    notes = suite.model_notes(results, models) + notes
+    meta = {"device_name": device_name, "device_id": device_id, "suite": args.suite, "quick": args.quick,
+            "profile": profile_name, "command": command_line(), "notes": notes,
             "models": {name: registry.describe(name) for name in models}}
     report = write_report(outdir, results, rows, summary, meta)
     for s in summary:

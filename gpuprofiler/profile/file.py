@@ -25,7 +25,8 @@ gpuprofiler hardware profile, schema version 1 (JSON)
   schema, schema_version, gpuprofiler_version, created, host, command, duration_s, quick
   device              DeviceInfo of the calibrated device (id, name, vendor, type, clock_mhz, ...)
   clock               {hz, source}: the clock used for cycles <-> seconds, read at run time
-  launch              fixed_s, per_thread_s (fit l = a*nt + b with interval), back_to_back_s,
+  launch              fixed_s, per_thread_s (fit l = a*nt + b with interval), per_block_s (the same event
+                      times over work-groups: dispatch), back_to_back_s,
                       event_s (device event of an empty kernel), round_trip_s (enqueue + finish),
                       queue_to_start_s (profiling start - queued; clpeak's launch latency), points[]
   memory              read_s (t), write_s (T), read_step_s (dt), write_step_s (dT), cached_read_s,

@@ -159,6 +159,18 @@ class HardwareView:
                 return Figure(None, f"profile has no {key}")
         return figure_of(node, key)
 
+    def children(self, key: str) -> list[str]:
+        """The names under a dotted key whose node is a table (``bandwidth.by_width.read`` -> ``1, 2, 4``)."""
+        node: Any = self._data
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return [str(k) for k in node] if isinstance(node, dict) else []
+
+    def device_extra(self, name: str) -> float | None:
+        """A number the driver reported beside the device's description (``l2_cache_bytes``)."""
+        extra = self._device.get("extra")
+        return _number(extra.get(name)) if isinstance(extra, dict) else None
+
     def instruction(self, name: str, what: str = "latency_s") -> Figure:
         """An instruction's figure (``latency_s``, ``latency_cycles``, ``throughput_ops_per_s``) by its profile
         name: OpenCL benchmarks (``float_fma``) or PTX opcodes (``fma.rn.f32``)."""
@@ -196,6 +208,17 @@ class HardwareView:
             if x and x > 0 and y and y > 0:
                 points.append((x, y))
         return sorted(points)
+
+    @property
+    def launch_points(self) -> list[tuple[float, float]]:
+        """Empty-kernel event times of the launch section: (work-groups, seconds)."""
+        launch = self._data.get("launch") if isinstance(self._data.get("launch"), dict) else {}
+        out = []
+        for p in launch.get("points") or []:
+            threads, local, secs = (_number((p or {}).get(k)) for k in ("threads", "local", "event_s"))
+            if threads and local and secs and secs > 0:
+                out.append((float(-(-threads // local)), secs))
+        return out
 
     @property
     def bandwidth_curve(self) -> list[tuple[float, float]]:

@@ -207,18 +207,25 @@ def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | Non
     return results
 
 
-def predict_item(res: ItemResult, item, sweep: Sweep, checks: dict[int, Sweep], profile, models: list[str]) -> None:
-    """Rows (kernel, size, model, predicted_s, measured_s, rel_error, interval) from every predictor that applies."""
-    measured = {t: float(s.total_summary().median) for t, s in checks.items()}
+def predict_item(res: ItemResult, item, sweep: Sweep | None, checks: dict[int, Sweep], profile, models: list[str],
+                 every_size: dict[int, Sweep] | None = None) -> None:
+    """Rows (kernel, size, model, predicted_s, measured_s, rel_error, interval) from every predictor that applies.
+
+    A predictor fitted on the small-size ``sweep`` predicts the targets (``checks``); a static one predicts
+    ``every_size`` where given (a replay has every size measured), else the targets. A prediction that
+    carries per-phase figures (``details["phases"]``: phase -> {predicted_s, interval_s}) is compared phase by
+    phase, as ``item/phase`` rows.
+    """
     for name in models:
         predictor = registry.create(name)
         verdict = predictor.applies_to(item, profile)
         if not verdict:
             res.refused[name] = verdict.reason
             continue
+        measured = checks if predictor.needs_measurements or every_size is None else every_size
         try:
             predictor.fit(item, profile, sweep if predictor.needs_measurements else None)
-            predictions = predictor.predict(list(checks))
+            predictions = predictor.predict(list(measured))
         except NotApplicable as exc:
             res.refused[name] = str(exc).removeprefix(f"{name}: ")
             continue
@@ -226,7 +233,7 @@ def predict_item(res: ItemResult, item, sweep: Sweep, checks: dict[int, Sweep], 
             res.notes.append(f"{name}: {exc}")
             continue
         try:
-            rows = [_row(res.name, name, p.check(), measured[int(p.size)]) for p in predictions]
+            rows = [row for p in predictions for row in _rows(res.name, name, p.check(), measured[int(p.size)])]
         except ValueError as exc:
             res.notes.append(f"{name}: not a prediction: {exc}")
             continue
@@ -234,6 +241,25 @@ def predict_item(res: ItemResult, item, sweep: Sweep, checks: dict[int, Sweep], 
         res.rows += rows
         res.notes += [w for p in predictions for w in p.details.get("warnings", []) if isinstance(w, str)]
     res.notes = list(dict.fromkeys(res.notes))
+
+
+def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
+    """The prediction against the measured run: one row, or one per measured phase it predicts."""
+    phases = p.details.get("phases") if isinstance(p.details.get("phases"), dict) else None
+    if not phases:
+        return [_row(item, model, p.size, p.seconds, (p.low, p.high), measured.total_summary().median, p.summary)]
+    out = []
+    for phase, got in phases.items():
+        if phase not in measured.phases:
+            continue
+        lo, hi = got["interval_s"]
+        if not (math.isfinite(got["predicted_s"]) and 0 <= lo <= got["predicted_s"] <= hi < math.inf):
+            raise ValueError(f"{model}: phase {phase}: {got['predicted_s']!r} s outside [{lo!r}, {hi!r}]")
+        seen = float(np.median(measured.phases[phase][0]))
+        if seen > 0:
+            out.append(_row(f"{item}/{phase}", model, p.size, got["predicted_s"], got["interval_s"], seen,
+                            got.get("summary", p.summary)))
+    return out
 
 
 def model_notes(results: list[ItemResult], models: list[str]) -> list[str]:
@@ -256,10 +282,11 @@ def model_notes(results: list[ItemResult], models: list[str]) -> list[str]:
     return notes
 
 
-def _row(kernel: str, model: str, p: Prediction, measured: float) -> dict:
-    return {"kernel": kernel, "size": int(p.size), "model": model, "predicted_s": float(p.seconds),
-            "measured_s": float(measured), "rel_error": (float(p.seconds) - float(measured)) / float(measured),
-            "interval_low_s": float(p.low), "interval_high_s": float(p.high), "detail": p.summary}
+def _row(kernel: str, model: str, size: int, predicted: float, interval, measured: float, detail: str) -> dict:
+    lo, hi = interval
+    return {"kernel": kernel, "size": int(size), "model": model, "predicted_s": float(predicted),
+            "measured_s": float(measured), "rel_error": (float(predicted) - float(measured)) / float(measured),
+            "interval_low_s": float(lo), "interval_high_s": float(hi), "detail": detail}
 
 
 def summarize(rows: list[dict]) -> list[dict]:

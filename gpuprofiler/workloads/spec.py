@@ -180,10 +180,55 @@ class SpecInstance:
             values[arg.name] = data
         return values
 
+    def elements(self, name: str):
+        """The initial values of array ``name`` as a function of flat element indices, without building the
+        array: exact for ``range``, ``value`` and ``zeros``; for ``random`` a deterministic draw from the same
+        distribution (the same statistics, not the numbers ``make_args`` draws). Indices past the end give the
+        last element's value."""
+        arg = next(a for a in self.spec.args if a.name == name)
+        count = int(np.prod(self.shapes[name]))
+        integer = arg.dtype.kind in "iu"
+
+        def clip(idx):
+            return np.clip(np.asarray(idx, dtype=np.int64), 0, max(count - 1, 0))
+
+        if arg.init == "zeros":
+            return lambda idx: np.zeros(np.shape(idx), arg.dtype)
+        if arg.init == "value":
+            v = evaluate(arg.value, self.names, f"{arg.where}.value")
+            return lambda idx: np.full(np.shape(idx), v, dtype=arg.dtype)
+        if arg.init == "range":
+            start = evaluate(arg.start, self.names, f"{arg.where}.start")
+            step = evaluate(arg.step, self.names, f"{arg.where}.step")
+            return lambda idx: (start + step * clip(idx)).astype(arg.dtype)
+        low = 0 if arg.low is None else evaluate(arg.low, self.names, f"{arg.where}.low")
+        if integer:
+            high = evaluate_int(arg.high, self.names, f"{arg.where}.high")
+        else:
+            high = 1 if arg.high is None else evaluate(arg.high, self.names, f"{arg.where}.high")
+        salt = np.uint64(sum(ord(c) * 131 ** k for k, c in enumerate(name)) % (1 << 61))
+
+        def draw(idx):
+            u = _uniform(clip(idx).astype(np.uint64) ^ salt)
+            if integer:
+                return (low + np.floor(u * (high - low))).astype(arg.dtype)
+            return (low + u * (high - low)).astype(arg.dtype)
+        return draw
+
     @property
     def array_bytes(self) -> int:
         return sum(int(np.prod(s)) * a.dtype.itemsize for a in self.spec.args if not a.is_scalar
                    for s in [self.shapes[a.name]])
+
+
+def _uniform(x: np.ndarray) -> np.ndarray:
+    """Uniform numbers in [0, 1) from 64-bit integers (SplitMix64's finaliser): a counter-based generator."""
+    with np.errstate(over="ignore"):
+        z = (x + np.uint64(0x9E3779B97F4A7C15)).astype(np.uint64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
 def _scalar(value: Any, arg: ArgSpec) -> Any:

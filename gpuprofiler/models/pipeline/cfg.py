@@ -319,9 +319,11 @@ class Walker:
         ev = self.ev
         for i in range(blk.start, blk.end):
             ins = self.code[i]
-            if self.recording and ins.base in ("ld", "st", "atom", "red", "ldu", "prefetch") and ins.space != "param" \
-                    and i not in self.accesses:
-                self.record_access(ins)
+            if ins.base in ("ld", "st", "atom", "red", "ldu", "prefetch") and ins.space != "param":
+                if self.recording and i not in self.accesses:
+                    self.record_access(ins)
+                elif not self.recording and i in self.accesses and "address2" not in self.accesses[i]:
+                    self.accesses[i]["address2"] = self.ev.address(ins)[0]  # a loop's second pass
             ev.execute(ins)
 
     def record_access(self, ins: Instruction) -> None:

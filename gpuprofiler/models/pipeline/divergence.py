@@ -27,6 +27,7 @@ from gpuprofiler.models.pipeline.ptx_parser import TYPE_BYTES, Instruction
 from gpuprofiler.models.pipeline.values import ThreadSample
 
 SECTOR = 32
+LINE = 128
 BANKS = 32
 
 
@@ -43,6 +44,7 @@ class Access:
     pattern: str                   # uniform | coalesced | strided | uncoalesced
     transactions: float            # 32-byte sectors per warp request (mean over sampled warps)
     ideal: float                   # sectors of a perfectly coalesced request of the same lanes
+    lines: float = 0.0             # distinct 128-byte lines per warp request: the L1's cycles for it
     stride_bytes: int | None = None
     affine: dict[str, int] | None = None
     conflict: float = 1.0          # shared-memory bank-conflict degree
@@ -97,20 +99,21 @@ def _affine(addr: np.ndarray, sample: ThreadSample) -> dict[str, int] | None:
     return {"tid.x": int(cx[0, 0]), "tid.y": int(cy[0, 0]), "tid.z": int(cz[0, 0])}
 
 
-def _sectors(addr: np.ndarray, size: int, mask: np.ndarray, warp: np.ndarray, n_warps: int) -> tuple[float, float]:
-    """Mean distinct sectors per active warp, and the coalesced minimum."""
+def _sectors(addr: np.ndarray, size: int, mask: np.ndarray, warp: np.ndarray, n_warps: int,
+             unit: int = SECTOR) -> tuple[float, float]:
+    """Mean distinct sectors (or other ``unit``-byte blocks) per active warp, and the coalesced minimum."""
     w = warp[mask]
     if len(w) == 0:
         return 0.0, 0.0
     a = addr[mask]
-    first = a // SECTOR
-    last = (a + size - 1) // SECTOR
+    first = a // unit
+    last = (a + size - 1) // unit
     keys = np.concatenate([w * (1 << 40) + (first & ((1 << 40) - 1)), w * (1 << 40) + (last & ((1 << 40) - 1))])
     uniq = np.unique(keys)
     per_warp = np.bincount(uniq >> 40, minlength=n_warps)
     lanes = np.bincount(w, minlength=n_warps)
     act = lanes > 0
-    ideal = np.ceil(lanes[act] * size / SECTOR)
+    ideal = np.ceil(lanes[act] * size / unit)
     return float(per_warp[act].mean()), float(ideal.mean())
 
 
@@ -147,11 +150,13 @@ def classify(ins: Instruction, record: dict[str, Any], sample: ThreadSample) -> 
     ideal_sectors = float(np.ceil(lanes[act] * size / SECTOR).mean()) if act.any() else 0.0
     if addr is None:
         acc = Access(ins.index, ins.line, ins.opcode, space, kind, size, "uncoalesced", worst, ideal_sectors,
+                     lines=float((lanes[act] * max(1, -(-size // LINE))).mean()) if act.any() else 0.0,
                      why=record.get("why"))
         return acc
     addr = np.asarray(addr, dtype=np.int64)
     aff = _affine(addr, sample)
     tr, ideal = _sectors(addr, size, mask, warp, nw)
+    lines, _ = _sectors(addr, size, mask, warp, nw, LINE)
     if space == "local":
         pattern = "coalesced"        # local memory is interleaved per thread by the hardware
         tr = ideal
@@ -166,7 +171,7 @@ def classify(ins: Instruction, record: dict[str, Any], sample: ThreadSample) -> 
             pattern = "coalesced"
         else:
             pattern = "strided"
-    acc = Access(ins.index, ins.line, ins.opcode, space, kind, size, pattern, tr, ideal, affine=aff)
+    acc = Access(ins.index, ins.line, ins.opcode, space, kind, size, pattern, tr, ideal, lines, affine=aff)
     if pattern == "strided":
         bx, by, _ = sample.launch.block
         acc.stride_bytes = aff["tid.x"] if bx > 1 else (aff["tid.y"] if by > 1 else aff["tid.z"])

@@ -20,8 +20,16 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.models.costs import (
+    PAPER_LAUNCH,
+    cache_bandwidth,
+    cache_capacity,
+    dram_bandwidth,
+    launch_costs,
+    scattered,
+)
 from gpuprofiler.models.pipeline import cfg as cfgmod
-from gpuprofiler.models.pipeline import divergence
+from gpuprofiler.models.pipeline import divergence, traffic
 from gpuprofiler.models.pipeline.occupancy import (
     SM_RESOURCES,
     blocks_on_one_sm,
@@ -33,6 +41,7 @@ from gpuprofiler.models.pipeline.ptx_source import ptxas_info
 from gpuprofiler.models.pipeline.simulator import Program, simulate
 from gpuprofiler.models.pipeline.tasks import (
     DEFAULT_LATENCY,
+    L1_SECTORS_PER_CYCLE,
     LANES,
     MemoryCosts,
     build_tasks,
@@ -42,9 +51,7 @@ from gpuprofiler.models.pipeline.tasks import (
 from gpuprofiler.models.pipeline.values import Evaluator, Launch
 from gpuprofiler.profile.hardware import REFERENCE_BOARDS, Figure, view
 
-# Zhang, Chen and Ming's launch-overhead fit on Turing: l = 3.824e-6 us * threads + 2.882 us
-PAPER_LAUNCH = (3.824e-12, 2.882e-6)
-DEFAULT_BUDGET = 2_000_000
+DEFAULT_BUDGET = 250_000
 
 
 @dataclass
@@ -168,6 +175,32 @@ def hardware(profile: Any | None, arch: str | None, working_set: float | None = 
                     float(store), float(a), float(b), src, notes, bounds)
 
 
+def memory_costs(hw: Hardware, profile: Any | None, flow: traffic.Traffic, launch: Launch,
+                 capacity: float | None) -> MemoryCosts:
+    """Each global load's expected latency: the L1 latency for its L1 hits, the cache's latency at its buffer's
+    size for the sectors the cache serves, the DRAM latency for those from DRAM (profile figures, else the
+    architecture's defaults)."""
+    defaults = DEFAULT_LATENCY[hw.arch]
+    curve = view(profile).latency_curve
+    l1 = curve[0][1] * hw.clock_hz if curve else float(defaults["l1"])
+    dram_fig = view(profile).figure("memory.dram_latency_s")
+    dram = dram_fig.value * hw.clock_hz if dram_fig.ok else float(defaults["dram"])
+    latency = {}
+    for i, a in flow.accesses.items():
+        if a.kind == "store":
+            continue
+        size = launch.buffers.get(a.param) if a.param is not None else None
+        at = min(size, capacity) if size and capacity else capacity
+        cache = (_interp_log(curve, at) * hw.clock_hz) if curve and at else float(defaults["l2"])
+        served = (1 - a.dram_share) * cache + a.dram_share * dram
+        latency[i] = (1 - a.l1_miss) * l1 + a.l1_miss * served
+    how = ("profile latency curve (L1: its smallest working set; cache: at the buffer's size) and memory.dram_latency_s"
+           if curve else f"default {hw.arch} L1, L2 and DRAM latencies")
+    return MemoryCosts(latency, hw.load_latency, hw.store_latency, L1_SECTORS_PER_CYCLE[hw.arch],
+                       {"load_latency": f"expected over L1 hits, cache and DRAM ({how})",
+                        "store_latency": hw.sources["store_latency"]})
+
+
 # ------------------------------------------------------------------------------------------------
 # Registers per thread
 # ------------------------------------------------------------------------------------------------
@@ -241,7 +274,7 @@ def simulate_launch(tasks: Any, path_items: list, starts: list[int], ends: list[
                     trace_warps: Sequence[int] = ()) -> dict[str, Any]:
     """Cycles of ``blocks`` blocks on one SM, exact within ``budget`` warp-instructions, else extrapolated.
 
-    Extrapolation is linear in waves (one and two waves of resident blocks simulated) and, if one
+    Extrapolation is linear in waves (as many waves as the budget allows, and half as many, simulated) and, if one
     task list alone is too long, linear in the trip count of the loop that dominates it (two shortened
     trip counts simulated): a bilinear fit through four simulations.
     """
@@ -249,7 +282,11 @@ def simulate_launch(tasks: Any, path_items: list, starts: list[int], ends: list[
     length = _run_length(path_items, n_instr)
     plan_blocks = [blocks]
     if blocks * warps_per_block * length > budget and blocks > 2 * resident:
-        plan_blocks = [resident, 2 * resident]
+        # as many waves as the budget allows (two runs): the first waves also fill the pipelines, and later
+        # blocks start as single blocks finish, not in lockstep, so the slope settles only over several waves
+        waves = max(2, int(budget // max(1.5 * resident * warps_per_block * length, 1)))
+        waves = min(waves, blocks // resident)
+        plan_blocks = [resident * max(1, waves // 2), resident * waves]
     loop = None
     trips = [None]
     if max(plan_blocks) * warps_per_block * length * (len(plan_blocks)) > budget or tasks.trace is None:
@@ -351,10 +388,6 @@ def predict(module: Module, kernel: str | None, launch: Launch, profile: Any | N
     path = cfgmod.find_path(graph, ev, trips, default_trip, source)
     accesses = divergence.analyse(entry.instructions, path.accesses, ev.sample)
     lat, lat_notes = latency_table(arch, profile, hw.clock_hz)
-    bpc_r = hw.read_Bps / (hw.sms * hw.clock_hz)
-    bpc_w = hw.write_Bps / (hw.sms * hw.clock_hz)
-    mem = MemoryCosts(hw.load_latency, hw.store_latency, bpc_r, bpc_w,
-                      {"load_latency": hw.sources["load_latency"], "store_latency": hw.sources["store_latency"]})
     starts = [b.start for b in graph.blocks]
     ends = [b.end for b in graph.blocks]
     block_of = [0] * len(entry.instructions)
@@ -368,6 +401,9 @@ def predict(module: Module, kernel: str | None, launch: Launch, profile: Any | N
         counts[b.start:b.end] = block_runs[b.id]
     length = _run_length(path.items, n_instr)
     trace_ids = trace_of(cfgmod.expand(path.items), starts, ends) if length <= MAX_TRACE else None
+    capacity = cache_capacity(profile, REFERENCE_BOARDS[arch]["l2_bytes"])
+    flow = traffic.analyse(accesses, path.accesses, counts, launch, ev.sample, len(entry.params), capacity.value)
+    mem = memory_costs(hw, profile, flow, launch, capacity.value)
     tasks = build_tasks(entry, block_of, trace_ids, lat, LANES[arch], accesses, mem)
 
     # occupancy
@@ -390,35 +426,42 @@ def predict(module: Module, kernel: str | None, launch: Launch, profile: Any | N
                           trace_warps=(0,) if trace else ())
     cycles = sim["cycles"]
 
-    # memory penalty and the uncoalesced count
+    # the uncoalesced count, and the memory bounds
     warps_total = launch.blocks * wpb
-    extra_read = extra_write = 0.0
     uncoalesced = 0.0
     acc_out = []
     for i, acc in accesses.items():
         n_exec = float(counts[i])
         d = acc.to_dict()
         d["executions_per_warp"] = n_exec
+        if i in flow.accesses:
+            f = flow.accesses[i]
+            d.update(param=f.param, l1_miss=round(f.l1_miss, 4), dram_share=round(f.dram_share, 4),
+                     latency_cycles=round(mem.latency.get(i, mem.default_latency), 2))
         acc_out.append(d)
-        if acc.space != "global":
-            continue
-        if acc.uncoalesced:
+        if acc.space == "global" and acc.uncoalesced:
             uncoalesced += n_exec
-        extra = max(0.0, acc.transactions - acc.ideal) * 32.0 * n_exec * warps_total
-        if acc.kind == "store":
-            extra_write += extra
-        else:
-            extra_read += extra
-    penalty_s = extra_read / hw.read_Bps + extra_write / hw.write_Bps
-    launch_s = hw.launch_per_thread_s * launch.threads + hw.launch_fixed_s
+    dram = dram_bandwidth(profile, flow.dram_read, flow.dram_write, flow.width, REFERENCE_BOARDS[arch]["bandwidth_Bps"])
+    cache = cache_bandwidth(profile)
+    costs, (costs_lo, costs_hi) = launch_costs(profile, launch.threads, launch.blocks)
+    dram_bytes = flow.dram_read + flow.dram_write
+    scatter, scatter_w = scattered(profile, dram.value), scattered(profile, dram.value, write=True)
     compute_s = cycles / hw.clock_hz
-    predicted = compute_s + launch_s + penalty_s
+    bounds = {"compute": compute_s, "dispatch": costs.dispatch_s,
+              "dram": (dram_bytes / dram.value + flow.dram_scattered * scatter.value
+                       + flow.dram_scattered_writes * scatter_w.value),
+              "cache": flow.cache_bytes / cache.value if cache.ok else 0.0}
+    limit = max(bounds, key=bounds.get)
+    predicted = costs.total(max(compute_s, bounds["dram"], bounds["cache"]))
+    launch_s = costs.fixed_s
+    penalty_s = predicted - launch_s - compute_s   # what the memory or dispatch bound adds to the simulation
     # the range the profile's measured intervals leave open, the simulated cycles held fixed
-    (clk_lo, clk_hi), (rd_lo, rd_hi), (wr_lo, wr_hi) = (hw.bound("clock_hz"), hw.bound("read_Bps"),
-                                                        hw.bound("write_Bps"))
-    (a_lo, a_hi), (b_lo, b_hi) = hw.bound("launch_per_thread_s"), hw.bound("launch_fixed_s")
-    low = cycles / clk_hi + a_lo * launch.threads + b_lo + extra_read / rd_hi + extra_write / wr_hi
-    high = cycles / clk_lo + a_hi * launch.threads + b_hi + extra_read / rd_lo + extra_write / wr_lo
+    (clk_lo, clk_hi), (bw_lo, bw_hi) = hw.bound("clock_hz"), dram.bounds()
+    (sc_lo, sc_hi), (sw_lo, sw_hi) = scatter.bounds(), scatter_w.bounds()
+    low = costs_lo.total(max(cycles / clk_hi, dram_bytes / bw_hi + flow.dram_scattered * sc_lo
+                             + flow.dram_scattered_writes * sw_lo, bounds["cache"]))
+    high = costs_hi.total(max(cycles / clk_lo, dram_bytes / bw_lo + flow.dram_scattered * sc_hi
+                              + flow.dram_scattered_writes * sw_hi, bounds["cache"]))
 
     features = {"sim_s": compute_s, "launch_s": launch_s, "penalty_s": penalty_s, "uncoalesced": uncoalesced,
                 "threads": float(launch.threads), **cfgmod.cfg_features(graph, path)}
@@ -437,8 +480,15 @@ def predict(module: Module, kernel: str | None, launch: Launch, profile: Any | N
         "grid": list(launch.grid), "block": list(launch.block), "threads": launch.threads,
         "cycles": cycles, "clock_hz": hw.clock_hz, "compute_s": compute_s, "launch_s": launch_s,
         "penalty_s": penalty_s, "predicted_s": predicted, "interval_s": [min(low, predicted), max(high, predicted)],
-        "interval_method": "the profile's intervals of the clock, launch fit and bandwidth, the simulated cycles "
+        "interval_method": "the profile's intervals of the clock, launch figures and bandwidth, the simulated cycles "
                            "held fixed (the model's own error is not in it)",
+        "dispatch_s": costs.dispatch_s, "dram_s": bounds["dram"], "cache_s": bounds["cache"], "limited_by": limit,
+        "traffic": {**flow.to_dict(), "dram_bandwidth_Bps": dram.value, "dram_bandwidth_source": dram.source,
+                    "cache_bandwidth_Bps": cache.value, "cache_bandwidth_source": cache.source,
+                    "cache_capacity_bytes": capacity.value, "cache_capacity_source": capacity.source,
+                    "scattered_read_s": scatter.value, "scattered_read_source": scatter.source,
+                    "scattered_write_s": scatter_w.value, "scattered_write_source": scatter_w.source,
+                    "launch_source": costs.source},
         "uncoalesced": uncoalesced, "uncoalesced_requests_total": uncoalesced * warps_total,
         "units": sim["units"], "pipes": sim["pipes"],
         "occupancy": {**occ.to_dict(), "registers_source": reg_source, "blocks_on_busiest_sm": per_sm,

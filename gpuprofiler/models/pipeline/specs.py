@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.pipeline.ptx_parser import Entry, Module, parse_ptx
 from gpuprofiler.models.pipeline.ptx_source import PtxSource, load_ptx
@@ -42,4 +44,8 @@ def spec_launch(path: str | Path | KernelSpec, size: int, arch: str, overrides: 
                         f"{len(entry.params)} parameters")
     values = {i: (float(inst.scalars[a.name]) if a.dtype.kind == "f" else int(inst.scalars[a.name]))
               for i, a in enumerate(spec.args) if a.is_scalar}
-    return SpecLaunch(module, entry, Launch(grid, block, values), src, float(inst.array_bytes))
+    buffers = {i: int(np.prod(inst.shapes[a.name])) * a.dtype.itemsize for i, a in enumerate(spec.args)
+               if not a.is_scalar}
+    contents = {i: (inst.elements(a.name), a.dtype) for i, a in enumerate(spec.args) if not a.is_scalar}
+    return SpecLaunch(module, entry, Launch(grid, block, values, buffers=buffers, contents=contents), src,
+                      float(inst.array_bytes))

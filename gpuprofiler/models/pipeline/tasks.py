@@ -206,14 +206,20 @@ def latency_table(arch: str, profile: Any | None, clock_hz: float | None) -> tup
     return table, notes
 
 
+# sectors the L1 data path moves per cycle per SM (128 bytes/cycle on Volta and later: NVIDIA's tuning guides);
+# it also looks up one 128-byte line per cycle, so a warp request takes as many cycles as lines it touches
+L1_SECTORS_PER_CYCLE = {"sm_70": 4.0, "sm_75": 2.0, "sm_80": 4.0, "sm_86": 4.0, "sm_89": 4.0, "sm_90": 4.0}
+
+
 @dataclass
 class MemoryCosts:
-    """Global-memory figures the task list needs: latency (cycles) and bytes per cycle per SM."""
+    """Global-memory figures the task list needs: each load's expected latency (cycles, from where its sectors
+    are served), the store latency, and the L1 data path's sectors per cycle."""
 
-    load_latency: float
+    latency: dict[int, float]
+    default_latency: float
     store_latency: float
-    read_bytes_per_cycle: float
-    write_bytes_per_cycle: float
+    sectors_per_cycle: float
     source: dict[str, str]
 
 
@@ -282,14 +288,14 @@ def build_tasks(entry: Entry, block_of: list[int], trace: np.ndarray, latencies:
         occ = 1.0
         acc = accesses.get(ins.index)
         if cls in ("ldg", "stg", "atomg", "local"):
-            is_store = cls == "stg" or (cls == "local" and ins.base == "st")
-            if cls == "ldg" or (cls == "local" and not is_store):
-                value, source = (mem.load_latency, mem.source["load_latency"]) if cls == "ldg" else (value, source)
+            if cls == "ldg":
+                value, source = mem.latency.get(ins.index, mem.default_latency), mem.source["load_latency"]
             elif cls == "stg":
                 value, source = mem.store_latency, mem.source["store_latency"]
-            sectors = min(acc.transactions, acc.ideal) if acc is not None else np.ceil(32 * 4 / 32)
-            bpc = mem.write_bytes_per_cycle if is_store else mem.read_bytes_per_cycle
-            occ = max(1.0, sectors * 32.0 / bpc)
+            if acc is not None and acc.lines:
+                occ = max(1.0, acc.lines, acc.transactions / mem.sectors_per_cycle)
+            else:
+                occ = 1.0
         elif cls in ("lds", "sts", "shfl"):
             size = acc.bytes if acc is not None else 4
             wavefronts = max(1.0, 32 * size / 128.0)

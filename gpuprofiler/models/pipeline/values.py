@@ -31,6 +31,9 @@ class Launch:
     block: tuple[int, int, int]
     args: dict[int, float | int] = field(default_factory=dict)
     dynamic_smem: int = 0
+    buffers: dict[int, int] = field(default_factory=dict)  # pointer parameter -> bytes of its buffer, where known
+    # pointer parameter -> its contents: a function of element indices (the buffer's dtype, below), where known
+    contents: dict[int, tuple[Any, np.dtype]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.grid = tuple(int(v) for v in (list(self.grid) + [1, 1])[:3])
@@ -273,6 +276,8 @@ class Evaluator:
                         raise _Unknown(self.param_why[name])
                     return {dst: as_type(v, t) if t and t[0] in "sub" and not isinstance(v, float) else v}
                 raise _Unknown(f"parameter load at line {ins.line} not understood")
+            if ins.space in ("global", None, "") and len(ins.dsts) == 1:
+                return {dst: self._load(ins, t)}
             raise _Unknown(f"loaded from {ins.space or 'generic'} memory at line {ins.line}")
         if b in ("ldu", "atom", "shfl", "vote", "match", "redux", "activemask", "elect", "isspacep", "testp",
                  "createpolicy", "alloca"):
@@ -341,6 +346,26 @@ class Evaluator:
         if t is not None and t[0] == "f":
             return {dst: self._float(ins, b, t)}
         return {dst: self._int(ins, b, mods, t)}
+
+    def _load(self, ins: Instruction, t: str | None) -> Any:
+        """A global load from a buffer whose contents the launch knows (a kernel spec's inputs): the values at
+        every sampled lane's address, read as the load's type from the buffer's elements."""
+        addr, why = self.address(ins)
+        if addr is None:
+            raise _Unknown(why)
+        addr = np.broadcast_to(np.asarray(addr, dtype=np.int64), (self.sample.size,))
+        slots = np.unique(addr // POINTER_STRIDE)
+        if len(slots) != 1 or int(slots[0]) - 1 not in self.launch.contents:
+            raise _Unknown(f"loaded from global memory at line {ins.line}")
+        values, dtype = self.launch.contents[int(slots[0]) - 1]
+        offset = addr % POINTER_STRIDE
+        size = TYPE_BYTES.get(t or "b32", 4)
+        if size != dtype.itemsize or np.any(offset % size):
+            raise _Unknown(f"load at line {ins.line} reads its buffer at another width than its elements")
+        v = np.asarray(values(offset // size))
+        if t and t[0] == "f":
+            return v.astype(np.float32 if t == "f32" else np.float64).astype(np.float64)
+        return as_type(v.astype(np.int64), t)
 
     def _float(self, ins: Instruction, b: str, t: str) -> Any:
         n = len(ins.operands)

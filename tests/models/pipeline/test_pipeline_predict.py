@@ -88,7 +88,7 @@ def test_cuda_profile_latencies_replace_the_defaults():
     assert used["mul.wide.s32"]["source"].startswith("default sm_90")
     assert "fma.rn.f32" in r["latencies"]["from_profile"] and "mul.wide.s32" in r["latencies"]["defaults"]
     assert r["hardware"]["sms"] == 132 and r["arch"] == "sm_90"
-    assert r["launch_s"] == pytest.approx(1e-12 * 128 * 128 + 2e-6)
+    assert r["launch_s"] == pytest.approx(2e-6) and r["dispatch_s"] == pytest.approx(1e-12 * 128 * 128)
     assert not any("not an NVIDIA GPU" in w for w in r["warnings"])
     # a profile without per-opcode data: every instruction latency is a default
     bare = cuda_profile()
@@ -97,15 +97,38 @@ def test_cuda_profile_latencies_replace_the_defaults():
     assert any("no instruction latencies" in w for w in r2["warnings"])
 
 
-def test_prediction_adds_up_and_divergence_penalty_is_charged():
+def test_prediction_is_launch_plus_the_largest_bound_and_strided_stores_are_scattered():
     prof = cuda_profile()
-    r = predict(module("transpose_naive"), None, Launch((16, 16), (16, 16), {0: 256}), prof)
-    assert r["predicted_s"] == pytest.approx(r["cycles"] / r["clock_hz"] + r["launch_s"] + r["penalty_s"])
-    # the strided store moves 16 sectors where 4 would do: 12 extra per warp request, 256*256/32 warps
-    assert r["penalty_s"] == pytest.approx(12 * 32 * (256 * 256 // 32) / 2.8e12)
+    prof.data["memory"]["write_step_s"] = entry(60e-12, "s", "scattered writes")
+    r = predict(module("transpose_naive"), None, Launch((16, 16), (16, 16), {0: 256}, buffers={1: 4 << 16,
+                                                                                                2: 4 << 16}), prof)
+    assert r["predicted_s"] == pytest.approx(r["compute_s"] + r["launch_s"] + r["penalty_s"])
+    bounds = {k: r[f"{k}_s"] for k in ("compute", "dispatch", "dram", "cache")}
+    assert r["predicted_s"] == pytest.approx(r["launch_s"] + max(bounds.values()))
+    assert r["limited_by"] == max(bounds, key=bounds.get)
+    # the strided store (16 sectors per request where 4 would do) is written back sector by sector
+    flow = r["traffic"]
+    assert flow["dram_scattered_write_sectors"] == pytest.approx((4 << 16) / 32) and flow["dram_write_bytes"] == 0
+    assert flow["dram_read_bytes"] == pytest.approx(4 << 16)  # the coalesced load: its buffer, once
+    assert r["dram_s"] == pytest.approx((4 << 16) / flow["dram_bandwidth_Bps"] + (4 << 16) / 32 * 60e-12)
     assert r["uncoalesced"] == 1.0
     v = predict(module("vadd"), None, Launch((256,), (256,), {0: 65536}), prof)
-    assert v["penalty_s"] == 0.0 and v["uncoalesced"] == 0.0
+    assert v["uncoalesced"] == 0.0 and v["traffic"]["dram_scattered_write_sectors"] == 0
+
+
+def test_loads_shared_in_a_block_and_along_a_loop_hit_l1():
+    # matmul_naive: A[i*n+k] is walked 4 bytes per pass (a new sector every 8th pass), B[k*n+j] is read by every
+    # warp of the block at once; what reaches the cache is a fraction of what the warps request
+    prof = cuda_profile()
+    n = 256
+    r = predict(module("matmul_naive"), None, Launch((n // 16, n // 16), (16, 16), {0: n},
+                                                     buffers={1: 4 * n * n, 2: 4 * n * n, 3: 4 * n * n}), prof)
+    loads = [a for a in r["accesses"] if a["space"] == "global" and a["kind"] == "load"]
+    assert loads and all(a["l1_miss"] < 0.5 for a in loads)
+    flow = r["traffic"]
+    assert flow["dram_read_bytes"] == pytest.approx(2 * 4 * n * n)   # A and B once each: they fit the cache
+    assert flow["cache_bytes"] < 0.25 * sum(2 * a["transactions"] * 32 * a["executions_per_warp"] * n * n / 32
+                                            for a in loads)
 
 
 def test_extrapolated_simulation_is_close_to_the_exact_one():
@@ -133,10 +156,10 @@ def test_live_register_estimate_is_in_the_range_ptxas_gives():
 
 def test_task_lists_too_long_to_build_are_simulated_through_shortened_loops():
     m = module("matmul_naive")
-    exact = {n: predict(m, None, Launch((1, 1), (16, 16), {0: n}), None, Options(arch="sm_90", registers=32))
+    exact = {n: predict(m, None, Launch((1, 1), (16, 16), {0: n}), None, Options(arch="sm_90", registers=32, budget=2_000_000))
              for n in (4000, 8000)}
     assert all(r["simulation"]["method"] == "exact" for r in exact.values())
-    big = predict(m, None, Launch((1, 1), (16, 16), {0: 10**7}), None, Options(arch="sm_90", registers=32))
+    big = predict(m, None, Launch((1, 1), (16, 16), {0: 10**7}), None, Options(arch="sm_90", registers=32, budget=2_000_000))
     assert big["task_list"]["length"] > 5_000_000 and "linear in the trip count" in big["simulation"]["method"]
     slope = (exact[8000]["cycles"] - exact[4000]["cycles"]) / 4000
     assert big["cycles"] == pytest.approx(exact[4000]["cycles"] + slope * (10**7 - 4000), rel=0.01)

@@ -1,0 +1,210 @@
+"""What a launch costs besides its own instructions, from the hardware profile: the fixed launch overhead,
+the dispatch of its work-groups, and memory time from the kernel's own read/write mix and access width.
+
+Both static models (max-plus and the PTX pipeline) use these, so a kernel's memory and launch terms mean
+the same in both:
+
+* **launch**: ``fixed`` -- the device event time of an empty one-work-item kernel (``launch.event_s``, else
+  the fit's intercept ``launch.fixed_s``); ``dispatch`` -- what dispatching the work-groups alone costs,
+  the time per work-group of empty kernels times the work-groups (an empty kernel of that size). Dispatch
+  overlaps the work, so a launch takes ``fixed + max(dispatch, work)``, never their sum.
+* **DRAM**: bytes over the bandwidth the profile measured for the same mix of reads and writes (read-only,
+  write-only, copy 1:1, triad 2:1, interpolated in time per byte) and the same access width
+  (``bandwidth.by_width``: 1, 2, 4 ... floats per access).
+* **last-level cache**: reads that hit it, over the peak of the profile's bandwidth-against-working-set
+  curve (streams that fit the cache); its capacity as streams see it is ``bandwidth.streaming_llc_bytes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from gpuprofiler.profile.hardware import Figure, HardwareView, view
+
+# Paper defaults where a profile has no launch figures (Zhang, Chen & Ming's fit on Turing)
+PAPER_LAUNCH = (3.824e-12, 2.882e-6)
+# read fraction of each bandwidth kind the profile measures
+MIXES = (("write", 0.0), ("copy", 0.5), ("triad", 2.0 / 3.0), ("read", 1.0))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch's fixed overhead and its work-group dispatch time (seconds), with their sources."""
+
+    fixed_s: float
+    dispatch_s: float
+    source: str
+
+    def total(self, work_s: float) -> float:
+        """The launch's time when its own work takes ``work_s``: dispatch overlaps the work."""
+        return self.fixed_s + max(self.dispatch_s, work_s)
+
+
+def dispatch_per_block(profile) -> Figure:
+    """Seconds per work-group of an empty launch: the profile's ``launch.per_block_s``, else the slope of its
+    empty-kernel event times over the work-groups launched (``launch.points``, every work-group size),
+    which is what dispatch depends on (an empty kernel of 65536 groups takes as long with 64 or 256 threads
+    per group)."""
+    hw = view(profile)
+    fig = hw.figure("launch.per_block_s")
+    if fig.ok and fig.value > 0:
+        return fig
+    points = hw.launch_points
+    if len(points) >= 3 and len({b for b, _ in points}) >= 3:
+        x = np.array([b for b, _ in points], float)
+        y = np.array([s for _, s in points], float)
+        fit = stats.linregress(x, y)
+        if fit.slope > 0:
+            half = stats.t.ppf(0.975, max(len(x) - 2, 1)) * fit.stderr
+            return Figure(float(fit.slope), "OLS of profile launch.points (empty-kernel event time) over work-groups",
+                          (float(max(fit.slope - half, 0.0)), float(fit.slope + half)), measured=True)
+    return Figure(None, "the profile has no launch points to fit a per-work-group time to")
+
+
+def launch_costs(profile, threads: int, blocks: int | None = None) -> tuple[Launch, tuple[Launch, Launch]]:
+    """The launch terms for ``threads`` threads in ``blocks`` work-groups, and at the low and high ends of the
+    profile's intervals."""
+    hw = view(profile)
+    event, fixed = hw.figure("launch.event_s"), hw.figure("launch.fixed_s")
+    base = event if event.ok and event.value > 0 else fixed
+    if base.ok and base.value > 0:
+        lo_f, hi_f = (max(v, 0.0) for v in base.bounds())
+        f, f_src = base.value, base.source
+    else:
+        f, lo_f, hi_f, f_src = PAPER_LAUNCH[1], PAPER_LAUNCH[1], PAPER_LAUNCH[1], "Zhang et al.'s Turing intercept"
+    per_block = dispatch_per_block(profile) if blocks else Figure(None, "")
+    slope = hw.figure("launch.per_thread_s")
+    if per_block.ok:
+        count, fig, what = blocks, per_block, "work-groups"
+    elif slope.ok and slope.value > 0:
+        count, fig, what = threads, slope, "threads"
+    else:
+        count, fig, what = threads, Figure(PAPER_LAUNCH[0], "Zhang et al.'s Turing slope"), "threads"
+    a, (lo_a, hi_a) = fig.value, (max(v, 0.0) for v in fig.bounds())
+    source = f"fixed: {f_src}; dispatch: {fig.source} x {what}"
+    return (Launch(f, a * count, source),
+            (Launch(lo_f, lo_a * count, source), Launch(hi_f, hi_a * count, source)))
+
+
+def _width_key(keys: list[str], width_bytes: float) -> str | None:
+    """The ``by_width`` key (floats per access) nearest ``width_bytes``."""
+    keys = [k for k in keys if k.isdigit() and int(k) > 0]
+    if not keys:
+        return None
+    want = max(1.0, width_bytes / 4.0)
+    return min(keys, key=lambda k: (abs(np.log2(int(k)) - np.log2(want)), int(k)))
+
+
+def _kind(hw: HardwareView, kind: str, width_bytes: float | None) -> Figure:
+    """The profile's bandwidth of one kind at the access width (``by_width``), else its best over widths."""
+    if width_bytes:
+        key = _width_key(hw.children(f"bandwidth.by_width.{kind}"), width_bytes)
+        fig = hw.figure(f"bandwidth.by_width.{kind}.{key}") if key is not None else None
+        if fig is not None and fig.ok and fig.value > 0:
+            return fig
+    return hw.figure(f"bandwidth.{kind}_Bps")
+
+
+def dram_bandwidth(profile, read_bytes: float, write_bytes: float, width_bytes: float | None = None,
+                   default: float | None = None) -> Figure:
+    """Bandwidth for this mix of reads and writes at this access width: time per byte interpolated over the
+    read fraction between the profile's write, copy, triad and read figures (those it has); ``default``
+    (with a reference board's figure) where it has none."""
+    hw = view(profile)
+    total = read_bytes + write_bytes
+    frac = read_bytes / total if total > 0 else 1.0
+    points = []
+    for kind, f in MIXES:
+        fig = _kind(hw, kind, width_bytes)
+        if fig.ok and fig.value > 0:
+            points.append((f, fig))
+    if not points:
+        if default is None:
+            return Figure(None, "the profile measured no bandwidth")
+        return Figure(float(default), "reference board bandwidth (the profile measured none)")
+    xs = np.array([p[0] for p in points])
+    per_byte = np.array([1.0 / p[1].value for p in points])
+    lo = np.array([1.0 / p[1].bounds()[1] for p in points])
+    hi = np.array([1.0 / p[1].bounds()[0] for p in points])
+    value = 1.0 / float(np.interp(frac, xs, per_byte))
+    interval = (1.0 / float(np.interp(frac, xs, hi)), 1.0 / float(np.interp(frac, xs, lo)))
+    width = f", {width_bytes:g}-byte accesses" if width_bytes else ""
+    names = ", ".join(p[1].source.removeprefix("profile ") for p in points)
+    return Figure(value, f"profile bandwidth at read fraction {frac:.2f}{width} (from {names})", interval,
+                  measured=True)
+
+
+def cache_bandwidth(profile) -> Figure:
+    """Read bandwidth of data resident in the last-level cache: the peak of the working-set curve."""
+    curve = view(profile).bandwidth_curve
+    if not curve:
+        return Figure(None, "the profile has no bandwidth.working_set_curve")
+    size, bw = max(curve, key=lambda p: p[1])
+    return Figure(bw, f"profile bandwidth.working_set_curve peak ({bw / 1e12:.3g} TB/s at {size / 2**20:.0f} MiB)",
+                  measured=True)
+
+
+def cache_capacity(profile, default: float | None = None) -> Figure:
+    """The last-level cache as streams see it: ``bandwidth.streaming_llc_bytes``, else the largest latency
+    knee, else the capacity the driver reports, else ``default``."""
+    hw = view(profile)
+    fig = hw.figure("bandwidth.streaming_llc_bytes")
+    if fig.ok and fig.value > 0:
+        return fig
+    if hw.caches:
+        c = hw.caches[-1]
+        return Figure(c.size_bytes, f"profile caches: L{c.level} (latency knee)", measured=True)
+    reported = hw.device_extra("l2_cache_bytes") or hw.device_extra("global_mem_cache_bytes")
+    if reported:
+        return Figure(float(reported), "the driver's reported cache size")
+    return Figure(None if default is None else float(default), "reference board L2" if default else "unknown")
+
+
+def scattered(profile, bandwidth: float, write: bool = False) -> Figure:
+    """Seconds per sector read (or written back) at a scattered address when the device is full of such
+    accesses: the profile's ``memory.read_step_s`` (``write_step_s``), the slope of the time of n concurrent
+    work-items each touching cold lines; else a 64-byte line at ``bandwidth``."""
+    key = "memory.write_step_s" if write else "memory.read_step_s"
+    fig = view(profile).figure(key)
+    if fig.ok and fig.value > 0:
+        return fig
+    return Figure(64.0 / bandwidth, f"a 64-byte line at the DRAM bandwidth (the profile has no {key})")
+
+
+def random_hit_rate(footprint: float, capacity: float | None, other_per_access: float = 0.0) -> float:
+    """Share of accesses spread evenly at random over ``footprint`` sectors that hit an LRU cache of ``capacity``
+    sectors while ``other_per_access`` other new sectors (a stream beside the gather) pass through it per access.
+
+    A sector is re-referenced after a geometric number of accesses k (mean ``footprint``); it survives if the
+    distinct sectors touched meanwhile, ``footprint * (1 - exp(-k / footprint)) + other_per_access * k``, stay
+    within the capacity: the hit rate is P(k < k*) = 1 - exp(-k* / footprint) for the k* where they fill it
+    (Hagersten's StatCache reasoning, with the stream's pollution added)."""
+    if capacity is None or footprint <= 0:
+        return 0.0
+    if footprint + other_per_access * footprint * 50.0 <= capacity:
+        return 1.0
+
+    def filled(u: float) -> float:
+        return footprint * (1.0 - np.exp(-u)) + other_per_access * footprint * u - capacity
+
+    lo, hi = 0.0, 50.0
+    if filled(hi) < 0:
+        return 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if filled(mid) < 0 else (lo, mid)
+    return float(1.0 - np.exp(-lo))
+
+
+def refetched(requested: float, footprint: float, capacity: float | None) -> float:
+    """Bytes a level below a cache moves for ``requested`` bytes of accesses over ``footprint`` distinct bytes:
+    each byte once, and for a footprint beyond the capacity the re-reads that miss (a reused byte is still
+    there with probability capacity / footprint, the expectation for accesses spread evenly over it)."""
+    if requested <= footprint or footprint <= 0:
+        return requested
+    if capacity is None or capacity >= footprint:
+        return footprint
+    return footprint + (requested - footprint) * (1.0 - capacity / footprint)

@@ -1,0 +1,88 @@
+"""Replay validation: every registered predictor against stored measurements, without a device.
+
+A measurements log (``measurements.jsonl`` of ``measure``, ``extrapolate``, ``validate`` or the comparison
+script) holds real times of kernel specs and apps at several sizes, with the device that ran them. Replayed
+against that device's hardware profile, every static model predicts every stored size (and, for an app,
+every kernel phase it can model); a model that learns from small sizes is fitted on the item's stored
+small sizes and predicts its stored targets. The rows are those of a live ``validate`` run, so the same
+files and report come out: this is how a model is checked against GPU data one does not have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.measure.storage import read_records
+from gpuprofiler.validate.suite import ItemResult, predict_item, suite_paths
+from gpuprofiler.workloads.sweep import Sweep, from_records, load_target
+
+
+def read_log(path: str | Path) -> list[dict]:
+    """The log's kernel and app records; a missing, empty or foreign file is a UserError."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"--replay: measurements file not found: {path}")
+    records = [r for r in read_records(path) if isinstance(r, dict) and {"kernel", "phase", "size", "samples_s"}
+               <= set(r) and r.get("samples_s")]
+    if not records:
+        raise UserError(f"--replay {path}: no measurement records in the file")
+    return records
+
+
+def logged_device(records: list[dict]) -> dict:
+    """The device the log's records were measured on (the last record's); a log of several devices is refused."""
+    ids = {(r.get("device") or {}).get("id") for r in records}
+    if len(ids) > 1:
+        raise UserError(f"--replay: the log holds measurements of several devices ({', '.join(map(str, ids))}); "
+                        "replay one device's log at a time")
+    return records[-1].get("device") or {}
+
+
+def latest_per_size(records: list[dict]) -> dict[int, list[dict]]:
+    """Per size, the latest record of every phase (a log appended to by several runs keeps the newest)."""
+    by_key: dict[tuple[int, str], dict] = {}
+    for r in records:
+        by_key[(int(r["size"]), str(r["phase"]))] = r
+    out: dict[int, list[dict]] = {}
+    for (size, _), r in sorted(by_key.items()):
+        out.setdefault(size, []).append(r)
+    return out
+
+
+def replay(log: str | Path, profile: Any, models: list[str], suite: str = "builtin",
+           items: list[str] | None = None, say: Callable[[str], None] = lambda m: None) -> list[ItemResult]:
+    """Predict every item of ``suite`` found in the log (by name) with every model, from the log's times."""
+    records = read_log(log)
+    named = {}
+    for path in suite_paths(suite, items):
+        item = load_target(path)
+        named.setdefault(getattr(item, "name", path.stem), (path, item))
+    logged = {r["kernel"] for r in records}
+    missing = sorted(logged - set(named))
+    if missing:
+        say(f"replay: no spec or app in the suite for {', '.join(missing)}: skipped")
+    results = []
+    for name, (path, item) in named.items():
+        mine = [r for r in records if r["kernel"] == name]
+        if not mine:
+            continue
+        per_size = latest_per_size(mine)
+        sizes = sorted(per_size)
+        small = [s for s in sizes if s in set(item.small)]
+        targets = [s for s in sizes if s in set(item.target)]
+        if len(small) < 2 or not targets:  # no stored default sweep: the largest size is the target
+            small, targets = sizes[:-1], sizes[-1:]
+        res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel")
+        res.measurements = len(sizes)
+        res.reused = len(sizes)
+        sweep = from_records([r for s in small for r in per_size[s]]) if small else None
+        checks: dict[int, Sweep] = {s: from_records(per_size[s]) for s in sizes}
+        predict_item(res, item, sweep, {t: checks[t] for t in targets}, profile, models, every_size=checks)
+        say(f"replay: {name}: {len(sizes)} size(s), {len(res.rows)} prediction(s)")
+        results.append(res)
+    if not results:
+        raise UserError(f"--replay {log}: none of its items ({', '.join(sorted(logged))}) is in the suite {suite!r}")
+    return results
