@@ -17,11 +17,14 @@ def add_parser(sub) -> None:
     add_profile(p, "hardware profile JSON (from `gpuprofiler calibrate`)")
     add_device(p, "whose stored profile to use without --profile (default: the default device)")
     p.add_argument("--size", type=int, help="the spec's size N")
-    p.add_argument("--model", default="serial", help="naive, ops, serial (default) or cache")
+    p.add_argument("--model", default="overlap",
+                   help="naive, ops, serial, cache (the paper's) or overlap (default: the cache model's latencies, "
+                        "batches of resident work-items bounded by DRAM, cache, L1 and issue throughput)")
     p.add_argument("--batches", choices=("sequential", "pipelined"),
-                   help="batches of n work-items one after another (the paper; default for naive and ops) or "
-                        "overlapping on the serialized memory (default for serial and cache)")
-    p.add_argument("--n", type=int, help="work-items running at once (default: the profile's concurrency)")
+                   help="the paper's models: batches of n work-items one after another (default for naive and ops) "
+                        "or overlapping on the serialized memory (default for serial and cache)")
+    p.add_argument("--n", type=int, help="work-items running at once (default: the profile's concurrency for the "
+                                         "paper's models, the occupancy for overlap)")
     p.add_argument("--line-bytes", type=int, help="bytes fetched per strided access (default 64 on a CPU, 32 on a GPU)")
     p.add_argument("--backend", choices=("opencl", "cuda"), default="opencl", help="which source of the spec to read")
     p.add_argument("--example", choices=("vadd", "fork", "chain"),
@@ -44,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--size is required with a kernel spec")
     from gpuprofiler.models.maxplus.builder import build_spec
     from gpuprofiler.models.maxplus.explain import explain
+    from gpuprofiler.models.maxplus.formula import total_text
     from gpuprofiler.models.maxplus.models import parameters, predict
     from gpuprofiler.workloads.builtin import resolve
     from gpuprofiler.workloads.spec import load_spec
@@ -61,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     work_items = math.prod(inst.global_size)
     pred = predict(kernel, params, work_items, args.size, args.model, args.batches)
     d = pred.details
+    if args.explain:
+        d["symbolic"] = total_text(kernel, d["model"], d["batches"])
     out = {"kernel": spec.name, **d, "notes": kernel.notes, "profile": str(choice.path)}
     if args.json:
         print(json.dumps(out, indent=1))
@@ -71,8 +77,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"{spec.name} at N = {args.size} ({work_items} work-items, n = {d['n']} at once; {d['batches']} batches)")
     print(f"  model {d['model']}: {pred.seconds:.6g} s [{pred.low:.4g}, {pred.high:.4g}] "
           "(interval: the profile's measurement intervals)")
-    print(f"  time: {d['symbolic']}")
-    print(f"  one batch: {d['batch_s']:.4g} s; memory held per batch: {d['bus_s']:.4g} s; height k = {d['height']}")
+    print(f"  launch: {d['launch_fixed_s']:.4g} s fixed, {d['dispatch_s']:.4g} s dispatch; work: {d['work_s']:.4g} s")
+    if "bounds_s" in d:
+        shown = ", ".join(f"{k} {v:.4g} s" for k, v in d["bounds_s"].items())
+        print(f"  bounds: {shown}; limited by {d['limited_by']}")
+        print(f"  one batch: {d['batch_s']:.4g} s; height k = {d['height']}")
+    else:
+        print(f"  one batch: {d['batch_s']:.4g} s; memory held per batch: {d['bus_s']:.4g} s; height k = {d['height']}")
+    if args.explain:
+        print(f"  time: {d['symbolic']}")
     if args.explain:
         print("  parameters:")
         for name in sorted(d["sources"]):
@@ -88,7 +101,7 @@ def _example(args: argparse.Namespace) -> int:
     from gpuprofiler.models.maxplus import symbolic
     from gpuprofiler.models.maxplus.examples import EXAMPLES
     from gpuprofiler.models.maxplus.explain import explain, symbolic_matrix
-    from gpuprofiler.models.maxplus.models import bus_symbol
+    from gpuprofiler.models.maxplus.formula import bus_symbol
 
     kernel = EXAMPLES[args.example]()
     model = args.model if args.example == "vadd" else "naive"

@@ -3,15 +3,23 @@
 The source is preprocessed (pcpp), stripped of address-space qualifiers and parsed as C (pycparser);
 then one work-item is executed symbolically:
 
-* integer arithmetic on thread indices and scalar arguments stays an index expression (sympy), so
-  every global access knows how its address moves with the thread index: unit stride, strided (with
-  the stride), uniform, or a gather (the address depends on loaded data);
+* integer arithmetic on thread indices and scalar arguments stays an index (an affine form in the thread
+  ids, :mod:`~gpuprofiler.models.maxplus.index`), so every global access knows how its address moves with
+  the thread index: unit stride, strided (with the stride), uniform, or a gather (the address depends on
+  loaded data);
 * a global load is an input node (the data in memory) with a read arc to its consumer; a store is an
   output node with a write arc; each arithmetic operation is a node whose own time is a self-loop;
-* loops whose trip count follows from constants and the launch's scalar arguments are unrolled; a
-  loop whose length depends on loaded data is refused (the model's stated limit);
+* loops whose trip count follows from constants and the launch's scalar arguments are unrolled; a loop
+  ``for (v = a; v < b; v += c)`` whose bounds depend on the work-item or on loaded data is unrolled for the
+  mean trip count of the sampled work-items, from the launch's real inputs where the kernel spec gives
+  them (the CSR row lengths of a sparse matrix), and refused where nothing gives the data;
 * branches on the thread index follow the work-item that takes them (the slowest one, that a
   barrier or the kernel's end waits for); ``barrier()`` / ``__syncthreads()`` end a fragment.
+
+Beside the symbolic work-item the builder follows whole work-groups spread over the grid numerically (the
+*sample*): every access records the distinct 128-byte lines and 32-byte sectors each warp's request touches,
+the share of warps that execute it, and the sectors each work-group touches (what its L1 serves more than
+once), and every local-memory access its bank conflicts.
 """
 
 from __future__ import annotations
@@ -20,22 +28,22 @@ import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+import numpy as np
 import pcpp
 import sympy
 from pycparser import c_ast, c_parser
 from pycparser.c_parser import ParseError
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.models.maxplus import index as ix
 from gpuprofiler.models.maxplus.graph import Kernel, KernelGraph
+from gpuprofiler.models.maxplus.index import Affine
+from gpuprofiler.models.maxplus.requests import Sample, annotate, make_sample
 from gpuprofiler.workloads.safe_eval import evaluate_int
 
 MAX_UNROLLED = 1 << 20  # statements executed while unrolling: beyond this the graph is too large
-
-LX, LY, LZ = sympy.symbols("lx ly lz", integer=True, nonnegative=True)
-BX, BY, BZ = sympy.symbols("bx by bz", integer=True, nonnegative=True)
-THREAD = (LX, LY, LZ, BX, BY, BZ)
 
 ELEM_BYTES = {"float": 4, "double": 8, "half": 2, "int": 4, "uint": 4, "unsigned": 4, "long": 8, "ulong": 8,
               "short": 2, "ushort": 2, "char": 1, "uchar": 1, "size_t": 8, "bool": 1}
@@ -52,6 +60,13 @@ MATH = {"sqrt": "sqrt", "native_sqrt": "sqrt", "sqrtf": "sqrt", "rsqrt": "rsqrt"
         "fmax": "max", "fmaxf": "max", "min": "min", "max": "max", "fma": "fma", "fmaf": "fma", "mad": "fma",
         "native_recip": "recip", "__frcp_rn": "recip", "native_divide": "div", "__fdividef": "div"}
 BARRIERS = {"barrier", "__syncthreads", "work_group_barrier", "mem_fence", "__syncwarp"}
+# integer operations on sampled values (C semantics where Python's differ)
+VALUE_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": np.add, "-": np.subtract, "*": np.multiply, "<": np.less, ">": np.greater, "<=": np.less_equal,
+    ">=": np.greater_equal, "==": np.equal, "!=": np.not_equal, "&": np.bitwise_and, "|": np.bitwise_or,
+    "^": np.bitwise_xor, "<<": np.left_shift, ">>": np.right_shift, "min": np.minimum, "max": np.maximum,
+    "&&": lambda a, b: (a != 0) & (b != 0), "||": lambda a, b: (a != 0) | (b != 0),
+    "/": lambda a, b: np.trunc(a / np.where(b == 0, 1, b)).astype(np.int64), "%": lambda a, b: np.fmod(a, b)}
 
 
 class BuildError(UserError):
@@ -72,13 +87,22 @@ class Array:
 
 @dataclass
 class Data:
-    """A data value: a graph node, a load not yet consumed (``pending``), or a constant."""
+    """A data value: a graph node, a load not yet consumed (``pending``), or a constant; ``values`` are its
+    integer values at the sampled work-items, where known (loads of the spec's inputs and what follows)."""
 
     dtype: str
     node: int | None = None
     pending: tuple[int, str, dict] | None = None  # (source node, arc kind, arc info)
     const: bool = False
     deps: tuple[int, ...] = ()  # nodes an address depended on (gathers)
+    values: np.ndarray | None = None
+
+
+@dataclass
+class Cond:
+    """A condition on the thread index: its truth at each sampled work-item (None where not computable)."""
+
+    values: np.ndarray | None
 
 
 @dataclass
@@ -89,13 +113,17 @@ class Builder:
     scalars: dict[str, Any]
     local_size: list[int]
     local_arrays: dict[str, tuple[str, tuple[int, ...]]]
+    sample: Sample
+    contents: dict[str, Callable[[np.ndarray], np.ndarray]] = field(default_factory=dict)
     fragments: list[KernelGraph] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     env: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, Array] = field(default_factory=dict)
     executed: int = 0
+    global_size: list[int] | None = None
 
     def __post_init__(self) -> None:
+        self.mask = np.ones(self.sample.size, dtype=bool)
         self._new_fragment()
 
     # ---- graph bookkeeping ----------------------------------------------------------------------
@@ -145,40 +173,58 @@ class Builder:
         if value.node is not None and value.node != dst:
             self.g.add_arc(value.node, dst, "move")
 
-    def operation(self, op: str, operands: list[Any], where) -> Data:
+    def values_of(self, v) -> np.ndarray | None:
+        """Integer values of an index or a datum at the sampled work-items (None where unknown)."""
+        if isinstance(v, Data):
+            return v.values
+        if isinstance(v, bool):
+            return np.full(self.sample.size, int(v), dtype=np.int64)
+        return ix.values(v, self.sample.ids)
+
+    def operation(self, op: str, operands: list[Any], where, cop: str | None = None) -> Data:
         datas = [v for v in operands if isinstance(v, Data)]
         dtype = "double" if any(d.dtype == "double" for d in datas) else (
             "float" if any(d.dtype == "float" for d in datas) else "int")
+        values = None
+        if dtype == "int" and cop in VALUE_OPS and len(operands) == 2:
+            a, b = (self.values_of(v) for v in operands)
+            if a is not None and b is not None:
+                values = np.asarray(VALUE_OPS[cop](a, b), dtype=np.int64)
         if all(d.const for d in datas):
-            return Data(dtype, const=True)
+            return Data(dtype, const=True, values=values)
         node = self.g.add_node(f"{op}#{self.g.size}")
         self.g.add_loop(node, op=op, dtype=dtype, line=getattr(where.coord, "line", None))
         for d in datas:
             self.connect(d, node)
-        return Data(dtype, node=node)
+        return Data(dtype, node=node, values=values)
 
     # ---- memory -------------------------------------------------------------------------------
     def access_info(self, array: Array, index, where) -> dict[str, Any]:
         info: dict[str, Any] = {"array": array.name, "elem_bytes": array.elem_bytes,
                                 "line": getattr(where.coord, "line", None)}
+        addr = self.values_of(index)
         if isinstance(index, Data):
             info.update(pattern="gather", stride=None, label=f"{array.name}[gather]")
-            return info
-        expr = sympy.expand(index)
-        info["index"] = str(expr)
-        info["_expr"] = expr
-        info["label"] = f"{array.name}[{_pretty(expr)}]"
-        concrete = expr.subs({sympy.Symbol(k, integer=True): v for k, v in self.scalars.items()})
-        stride = sympy.diff(concrete, LX)
-        if not stride.is_number:
-            info.update(pattern="gather", stride=None)
-        elif stride == 0:
-            info.update(pattern="uniform", stride=0)
-        elif abs(int(stride)) == 1:
-            info.update(pattern="unit", stride=1)
         else:
-            info.update(pattern="strided", stride=abs(int(stride)))
+            info["index"] = ix.pretty(index)
+            info["_index"] = index
+            info["label"] = f"{array.name}[{info['index']}]"
+            coef, _ = ix.coefficients(index)
+            stride = coef[0]
+            if stride is None:
+                info.update(pattern="gather", stride=None)
+            elif stride == 0:
+                info.update(pattern="uniform", stride=0)
+            elif abs(stride) == 1:
+                info.update(pattern="unit", stride=1)
+            else:
+                info.update(pattern="strided", stride=abs(stride))
+        info.update(_addr=addr, _mask=self.mask)
         return info
+
+    def local_info(self, array: Array, index) -> dict[str, Any]:
+        return {"array": array.name, "elem_bytes": array.elem_bytes, "_addr": self.values_of(index),
+                "_mask": self.mask}
 
     def load(self, array: Array, index, where) -> Data:
         dtype = DTYPE.get(array.elem, "int")
@@ -188,9 +234,11 @@ class Builder:
             if src is None:
                 src = self.g.add_node(f"{array.name}[{_pretty(index)}]", "input")
                 self.local_state[key] = src
-            return Data(dtype, pending=(src, "local_read", {"array": array.name, "label": self.g.names[src]}))
+            info = self.local_info(array, index)
+            info["label"] = self.g.names[src]
+            return Data(dtype, pending=(src, "local_read", info))
         info = self.access_info(array, index, where)
-        key = (array.name, info.get("index", f"gather{self.g.size}"))  # each gather is its own address
+        key = (array.name, ix.key(index) if not isinstance(index, Data) else f"gather{self.g.size}")
         src = self.mem_in.get(key)
         if src is None:
             src = self.g.add_node(info["label"], "input")
@@ -201,7 +249,12 @@ class Builder:
         if isinstance(index, Data):
             dep = self.node_of(index)
             deps = (dep,) if dep is not None else ()
-        return Data(dtype, pending=(src, "read", info), deps=deps)
+        values = None
+        if dtype == "int" and array.name in self.contents:
+            addr = self.values_of(index)
+            if addr is not None:
+                values = np.asarray(self.contents[array.name](addr), dtype=np.int64)
+        return Data(dtype, pending=(src, "read", info), deps=deps, values=values)
 
     def store(self, array: Array, index, value: Data, where) -> None:
         if array.space == "local":
@@ -210,10 +263,10 @@ class Builder:
             self.local_state[key] = dst
             src = self.node_of(value)
             if src is not None:
-                self.g.add_arc(src, dst, "local_write", array=array.name)
+                self.g.add_arc(src, dst, "local_write", **self.local_info(array, index))
             return
         info = self.access_info(array, index, where)
-        key = (array.name, info.get("index", f"gather{self.g.size}"))  # each gather is its own address
+        key = (array.name, ix.key(index) if not isinstance(index, Data) else f"gather{self.g.size}")
         dst = self.mem_out.get(key)
         if dst is None:
             dst = self.g.add_node(info["label"] + "'", "output")
@@ -239,22 +292,19 @@ class Builder:
                 node = self.node_of(value)
                 if node not in self.g.inputs and node not in self.g.outputs:
                     self.g.outputs.append(node)
-                live[name] = value.dtype
+                live[name] = value
         self._new_fragment()
-        for name, dtype in live.items():
-            self.env[name] = Data(dtype, node=self.g.add_node(name, "input"))
+        for name, value in live.items():
+            self.env[name] = Data(value.dtype, node=self.g.add_node(name, "input"), values=value.values)
 
 
 def _local_key(array: Array, index) -> tuple:
-    """A local-memory address: the array and its index expression (a data-dependent index is its own)."""
-    return (array.name, str(sympy.expand(index)) if not isinstance(index, Data) else id(index))
+    """A local-memory address: the array and its index (a data-dependent index is its own)."""
+    return (array.name, ix.key(index) if not isinstance(index, Data) else id(index))
 
 
-def _pretty(expr) -> str:
-    if isinstance(expr, Data):
-        return "?"
-    text = sympy.sstr(expr)
-    return text.replace(" ", "")
+def _pretty(index) -> str:
+    return "?" if isinstance(index, Data) else ix.pretty(index)
 
 
 # ---- source handling ----------------------------------------------------------------------------
@@ -297,19 +347,41 @@ def parse(source: str, filename: str, defines: dict[str, Any] | None = None):
     return ast, local_arrays, local_params
 
 
+def parameter_names(source: str, kernel_name: str, filename: str = "kernel",
+                    defines: dict[str, Any] | None = None) -> list[str]:
+    """The kernel's parameter names, in order (to bind a launch's positional arguments)."""
+    ast, _, _ = parse(source, filename, defines)
+    for e in ast.ext:
+        if isinstance(e, c_ast.FuncDef) and e.decl.name == kernel_name:
+            return [p.name for p in (e.decl.type.args.params if e.decl.type.args else [])]
+    raise BuildError(f"{filename}: no kernel named {kernel_name!r}")
+
+
 def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: list[int] | None,
-          filename: str = "kernel", defines: dict[str, Any] | None = None) -> Kernel:
-    """The max-plus graph of ``kernel_name`` for one work-item, at the given scalar arguments."""
+          filename: str = "kernel", defines: dict[str, Any] | None = None, global_size: list[int] | None = None,
+          contents: dict[str, Callable[[np.ndarray], np.ndarray]] | None = None,
+          buffers: dict[str, int] | None = None) -> Kernel:
+    """The max-plus graph of ``kernel_name`` for one work-item, at the given scalar arguments.
+
+    ``global_size`` spreads the sampled work-groups over the grid (else the first group only); ``contents``
+    gives integer input arrays' values as functions of element indices (data-dependent loops and gathers are
+    followed with them); ``buffers`` the bytes of each array argument (memory footprints)."""
     ast, local_arrays, local_params = parse(source, filename, defines)
     funcs = [e for e in ast.ext if isinstance(e, c_ast.FuncDef) and e.decl.name == kernel_name]
     if not funcs:
         names = [e.decl.name for e in ast.ext if isinstance(e, c_ast.FuncDef)]
         raise BuildError(f"{filename}: no kernel named {kernel_name!r} (found: {', '.join(names) or 'none'})")
     fn = funcs[0]
-    sizes = list(local_size or [1]) + [1, 1, 1]
+    glob = [int(x) for x in (list(global_size) + [1, 1, 1])[:3]] if global_size else None
+    notes = []
+    if not local_size and glob:
+        local_size = [min(256, glob[0])]
+        notes.append(f"no work-group size given: modelled as {local_size[0]} work-items (as drivers often pick)")
+    sizes = [int(x) for x in list(local_size or [1]) + [1, 1, 1]][:3]
     scalars = {k: (v.item() if hasattr(v, "item") else v) for k, v in scalars.items()}
-    b = Builder(filename, scalars, sizes[:3], {name: (elem, tuple(_extent(d, filename) for d in dims))
-                                                    for name, (elem, dims) in local_arrays.items()})
+    b = Builder(filename, scalars, sizes, {name: (elem, tuple(_extent(d, filename) for d in dims))
+                                           for name, (elem, dims) in local_arrays.items()},
+                make_sample(glob, sizes), dict(contents or {}), notes=notes, global_size=glob)
     interp = Interpreter(b, c_ast, {e.decl.name: e for e in ast.ext if isinstance(e, c_ast.FuncDef)})
     for p in (fn.decl.type.args.params if fn.decl.type.args else []):
         interp.declare_param(p, local_params)
@@ -318,22 +390,29 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
     interp.block(fn.body)
     frags = [g for g in b.fragments if g.arcs or g.outputs]
     mark_first_reads(frags)
+    l1_miss = annotate([a for g in b.fragments for a in g.arcs], b.sample)
     for g in frags:
         if not g.outputs:
             b.notes.append("a fragment writes nothing: it is not timed")
-    return Kernel(kernel_name, frags or [KernelGraph()], b.notes)
+    local_bytes = sum(ELEM_BYTES.get(elem, 4) * int(np.prod(dims or (1,))) for elem, dims in b.local_arrays.values())
+    return Kernel(kernel_name, frags or [KernelGraph()], b.notes, local_bytes=local_bytes, local_size=tuple(sizes),
+                  global_size=tuple(glob) if glob else None, buffers=dict(buffers or {}), l1_miss=l1_miss)
 
 
 def build_spec(spec_instance, backend: str = "opencl") -> Kernel:
-    """The graph of a kernel spec at its instantiated size, from its OpenCL (or CUDA) source."""
+    """The graph of a kernel spec at its instantiated size, from its OpenCL (or CUDA) source, with the spec's
+    integer inputs as the data of data-dependent loops and gathers, and its arrays' sizes as footprints."""
     spec = spec_instance.spec
     kinds = [backend] + [k for k in ("opencl", "cuda") if k != backend]
     path = next((spec.sources[k] for k in kinds if k in spec.sources), None)
     if path is None:
         raise BuildError(f"{spec.path}: spec {spec.name!r} has no source")
     text = Path(path).read_text()
+    arrays = [a for a in spec.args if not a.is_scalar]
+    contents = {a.name: spec_instance.elements(a.name) for a in arrays if a.dtype.kind in "iu"}
+    buffers = {a.name: int(np.prod(spec_instance.shapes[a.name])) * a.dtype.itemsize for a in arrays}
     return build(text, spec.kernel, spec_instance.scalars, spec_instance.local_size, str(path),
-                 spec_instance.defines)
+                 spec_instance.defines, spec_instance.global_size, contents, buffers)
 
 
 class Interpreter:
@@ -353,6 +432,10 @@ class Interpreter:
         elem = _type_name(p.type)
         if elem in DTYPE:
             self.b.env[p.name] = Data(DTYPE[elem], const=True)  # a kernel argument: in a register at start
+            return
+        value = self.b.scalars.get(p.name)
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            self.b.env[p.name] = int(value)
         else:
             self.b.env[p.name] = sympy.Symbol(p.name, integer=True)
 
@@ -406,7 +489,7 @@ class Interpreter:
             raise self.b.error(d, f"pointer variable {d.name!r}: index the kernel's arrays directly")
         elem = _type_name(d.type)
         if d.init is None:
-            self.b.env[d.name] = Data(DTYPE[elem], const=True) if elem in DTYPE else sympy.Integer(0)
+            self.b.env[d.name] = Data(DTYPE[elem], const=True) if elem in DTYPE else 0
             return
         self.b.env[d.name] = self.as_variable(self.expr(d.init), elem, d)
 
@@ -416,8 +499,10 @@ class Interpreter:
             return Data(DTYPE[elem], const=True)
         if isinstance(value, Data):
             self.b.node_of(value)
-            return Data(value.dtype, node=value.node, const=value.const)
-        return value
+            return Data(value.dtype, node=value.node, const=value.const, values=value.values)
+        if isinstance(value, Cond):
+            raise self.b.error(where, "a condition on the thread index kept in a variable is not modelled")
+        return int(value) if isinstance(value, bool) else value
 
     def assign(self, s) -> None:
         c = self.c
@@ -446,44 +531,66 @@ class Interpreter:
         v = self.b.env.get(s.expr.name)
         delta = 1 if "++" in s.op else -1
         if isinstance(v, Data):
-            self.b.env[s.expr.name] = self.operation("add", [v], s)
+            self.b.env[s.expr.name] = self.operation("add", [v, delta], s, "+")
         else:
-            self.b.env[s.expr.name] = v + delta
+            self.b.env[s.expr.name] = ix.add(v, delta)
+
+    def with_mask(self, cond: Cond | Data, body) -> None:
+        """Run ``body`` with the sampled work-items narrowed to those where ``cond`` holds (where known)."""
+        values = cond.values
+        saved = self.b.mask
+        if values is not None:
+            self.b.mask = saved & (np.asarray(values) != 0)
+        try:
+            self.stmt(body)
+        finally:
+            self.b.mask = saved
 
     def branch(self, s) -> None:
         cond = self.expr(s.cond)
         if isinstance(cond, Data):
             self.b.note(s, "branch on loaded data: the graph follows the then-branch")
-            self.stmt(s.iftrue)
+            self.with_mask(cond, s.iftrue)
             return
-        concrete = self.concrete(cond)
-        if concrete is not None and not concrete.free_symbols:
-            chosen = s.iftrue if bool(concrete) else s.iffalse
-            if chosen is not None:
-                self.stmt(chosen)
+        if isinstance(cond, Cond):
+            self.b.note(s, "branch on the thread index: the graph follows the work-items that take it "
+                           "(the slowest; a barrier or the kernel's end waits for them)")
+            self.with_mask(cond, s.iftrue)
             return
-        self.b.note(s, "branch on the thread index: the graph follows the work-items that take it "
-                       "(the slowest; a barrier or the kernel's end waits for them)")
-        self.stmt(s.iftrue)
+        value = _truth_value(cond)
+        if value is None:
+            raise self.b.error(s, f"a condition the builder cannot decide ({ix.pretty(cond)})")
+        chosen = s.iftrue if value else s.iffalse
+        if chosen is not None:
+            self.stmt(chosen)
 
     def loop(self, s) -> None:
         c = self.c
         if s.init is not None:
             self.stmt(s.init)
         var = _loop_var(s, c)
+        form = _counted_form(s, c, var)
+        if form is not None:
+            op, bound_expr, step = form
+            start = self.b.env.get(var)
+            bound = self.expr(bound_expr)
+            if not (isinstance(start, int) and isinstance(bound, int)):
+                self.counted_loop(s, var, start, op, bound, step)
+                return
         trips = 0
         while True:
             if s.cond is not None:
                 cond = self.expr(s.cond)
                 if isinstance(cond, Data):
-                    raise self.b.error(s, "the loop's trip count depends on data read from memory: the max-plus "
-                                          "model needs loops of fixed length (unrolled)")
-                value = self.concrete(cond)
-                if value is None or value.free_symbols:
-                    what = ", ".join(sorted(str(x) for x in (value.free_symbols if value is not None else [])))
+                    raise self.b.error(s, "the loop's trip count depends on data read from memory, in a loop the "
+                                          "builder cannot count (write it as for (v = a; v < b; v += c))")
+                value = _truth_value(cond)
+                if value is None:
+                    what = (", ".join(sorted(str(x) for x in ix.as_sympy(cond).free_symbols))
+                            if not isinstance(cond, Cond) else "the work-item")
                     raise self.b.error(s, f"the loop's trip count is not fixed by constants and the launch's "
-                                          f"arguments (it depends on {what or 'the work-item'})")
-                if not bool(value):
+                                          f"arguments (it depends on {what})")
+                if not value:
                     break
             elif trips > MAX_UNROLLED:
                 raise self.b.error(s, "a loop without a condition")
@@ -494,24 +601,41 @@ class Interpreter:
             if var is not None and isinstance(self.b.env.get(var), Data):
                 raise self.b.error(s, f"loop variable {var!r} is computed from loaded data")
 
+    def counted_loop(self, s, var: str, start, op: str, bound, step: int) -> None:
+        """A loop whose bounds vary over the work-items: unrolled for the mean trip count of the sampled
+        work-items, each pass narrowing them to those still looping."""
+        lo, hi = self.b.values_of(start), self.b.values_of(bound)
+        if lo is None or hi is None:
+            raise self.b.error(s, "the loop's trip count depends on data read from memory that the launch does "
+                                  "not give (the max-plus model needs its values: describe the input in a kernel "
+                                  "spec)")
+        trips = _trips(lo, hi, op, step)
+        if trips is None:
+            raise self.b.error(s, f"the loop 'for ({var} ...; {var} {op} ...; {var} += {step})' does not end "
+                                  "for some work-items")
+        active = self.b.mask & self.b.sample.valid
+        counts = trips[active] if active.any() else np.zeros(1, np.int64)
+        passes = int(round(float(counts.mean())))
+        self.b.note(s, f"data-dependent loop: {counts.mean():.3g} passes on average over {len(counts)} sampled "
+                       f"work-items (min {counts.min()}, max {counts.max()}); the graph unrolls {passes}")
+        saved = self.b.mask
+        try:
+            for k in range(passes):
+                self.b.mask = saved & (trips > k)
+                self.stmt(s.stmt)
+                if s.next is not None:
+                    self.stmt(s.next)
+        finally:
+            self.b.mask = saved
+
     def while_loop(self, s) -> None:
         cond = self.expr(s.cond)
         if isinstance(cond, Data):
             raise self.b.error(s, "the loop's trip count depends on data read from memory: the max-plus model "
-                                  "needs loops of fixed length (unrolled)")
+                                  "needs loops it can count (write it as for (v = a; v < b; v += c))")
         raise self.b.error(s, "while loops are not unrolled: write a for loop with a fixed trip count")
 
     # ---- expressions --------------------------------------------------------------------------
-    def concrete(self, value):
-        """An index expression with the scalar arguments substituted (a number, or symbols left)."""
-        if isinstance(value, bool):
-            return sympy.true if value else sympy.false
-        subs = {sympy.Symbol(k, integer=True): v for k, v in self.b.scalars.items() if isinstance(v, (int, float))}
-        try:
-            return sympy.sympify(value).subs(subs)
-        except (TypeError, sympy.SympifyError):
-            return None
-
     def expr(self, e):
         c = self.c
         if isinstance(e, c.Constant):
@@ -520,7 +644,7 @@ class Interpreter:
             if e.name in self.b.env:
                 return self.b.env[e.name]
             if e.name in ("CLK_LOCAL_MEM_FENCE", "CLK_GLOBAL_MEM_FENCE", "true", "false"):
-                return sympy.Integer(1 if e.name != "false" else 0)
+                return 1 if e.name != "false" else 0
             if e.name in self.b.arrays:
                 raise self.b.error(e, f"array {e.name!r} used without an index")
             raise self.b.error(e, f"unknown name {e.name!r}")
@@ -533,9 +657,9 @@ class Interpreter:
             a, b = self.expr(e.iftrue), self.expr(e.iffalse)
             if isinstance(cond, Data):
                 return self.operation("select", [cond, a, b], e)
-            value = self.concrete(cond)
-            if value is not None and not value.free_symbols:
-                return a if bool(value) else b
+            value = _truth_value(cond)
+            if value is not None:
+                return a if value else b
             self.b.note(e, "condition on the thread index: the graph follows the true value")
             return a
         if isinstance(e, c.ArrayRef):
@@ -548,8 +672,6 @@ class Interpreter:
             elem = _type_name(e.to_type.type)
             if elem in DTYPE and not isinstance(value, Data):
                 return Data(DTYPE[elem], const=True)
-            if elem not in DTYPE and isinstance(value, Data) and value.const:
-                return value
             return value
         if isinstance(e, c.StructRef):
             return self.builtin_struct(e)
@@ -565,35 +687,67 @@ class Interpreter:
 
     def binary(self, op: str, left, right, where):
         if isinstance(left, Data) or isinstance(right, Data):
-            return self.operation(BINOPS.get(op, "add"), [left, right], where)
+            return self.operation(BINOPS.get(op, "add"), [left, right], where, op)
+        if op in ("&&", "||"):
+            return self.logic(op, left, right)
+        if isinstance(left, Cond) or isinstance(right, Cond):
+            raise self.b.error(where, f"unsupported arithmetic {op!r} on a condition")
         try:
             if op == "+":
-                return left + right
+                return ix.add(left, right)
             if op == "-":
-                return left - right
+                return ix.sub(left, right)
             if op == "*":
-                return left * right
+                return ix.mul(left, right)
             if op == "/":
-                return _div(left, right)
+                return ix.div(left, right)
             if op == "%":
-                return sympy.Mod(left, right)
-            if op == "<<":
-                return left * 2 ** right
-            if op == ">>":
-                return sympy.floor(left / 2 ** right)
+                return ix.mod(left, right)
+            if op in ("<<", ">>") and isinstance(right, int):
+                if isinstance(left, int):
+                    return left << right if op == "<<" else left >> right
+                return ix.mul(left, 1 << right) if op == "<<" else ix.div(left, 1 << right)
             if op in ("<", ">", "<=", ">=", "==", "!="):
-                return _compare(op, left, right)
-            if op == "&&":
-                return sympy.And(_truth(left), _truth(right))
-            if op == "||":
-                return sympy.Or(_truth(left), _truth(right))
-            if op in ("&", "|", "^"):
-                lv, rv = self.concrete(left), self.concrete(right)
-                if lv is not None and rv is not None and lv.is_Integer and rv.is_Integer:
-                    return sympy.Integer({"&": int(lv) & int(rv), "|": int(lv) | int(rv), "^": int(lv) ^ int(rv)}[op])
-        except TypeError:
+                return self.compare(op, left, right)
+            if op in ("&", "|", "^") and isinstance(left, int) and isinstance(right, int):
+                return {"&": left & right, "|": left | right, "^": left ^ right}[op]
+        except (TypeError, ZeroDivisionError):
             pass
         raise self.b.error(where, f"unsupported index arithmetic {op!r}")
+
+    def compare(self, op: str, left, right):
+        """A comparison of indices: a bool when both are numbers, else a condition on the thread index with its
+        truth at the sampled work-items."""
+        if isinstance(left, int) and isinstance(right, int):
+            return bool(VALUE_OPS[op](left, right))
+        a, b = self.b.values_of(left), self.b.values_of(right)
+        if a is None or b is None:
+            value = _truth_value(_sympy_compare(op, ix.as_sympy(left), ix.as_sympy(right)))
+            if value is not None:
+                return value
+            return Cond(None)
+        return Cond(np.asarray(VALUE_OPS[op](a, b), dtype=bool))
+
+    def logic(self, op: str, left, right):
+        lv, rv = _truth_value(left), _truth_value(right)
+        if op == "&&":
+            if lv is False or rv is False:
+                return False
+            if lv is True:
+                return right if rv is None else rv
+            if rv is True:
+                return left
+        else:
+            if lv is True or rv is True:
+                return True
+            if lv is False:
+                return right if rv is None else rv
+            if rv is False:
+                return left
+        a, b = _cond_values(left, self.b), _cond_values(right, self.b)
+        if a is None or b is None:
+            return Cond(None)
+        return Cond(a & b if op == "&&" else a | b)
 
     def unary(self, e):
         op = e.op
@@ -602,17 +756,23 @@ class Interpreter:
             return self.expr(e.expr)
         v = self.expr(e.expr)
         if op == "-":
-            return self.operation("neg", [v], e) if isinstance(v, Data) else -v
+            return self.operation("neg", [v], e) if isinstance(v, Data) else ix.neg(v)
         if op == "+":
             return v
         if op == "!":
-            return self.operation("cmp", [v], e) if isinstance(v, Data) else sympy.Not(_truth(v))
+            if isinstance(v, Data):
+                return self.operation("cmp", [v, 0], e, "==")
+            truth = _truth_value(v)
+            if truth is not None:
+                return not truth
+            values = _cond_values(v, self.b)
+            return Cond(None if values is None else ~values)
         if op == "sizeof":
-            return sympy.Integer(4)
+            return 4
         raise self.b.error(e, f"unsupported operator {op!r}")
 
-    def operation(self, op: str, operands, where) -> Data:
-        return self.b.operation(op, list(operands), where)
+    def operation(self, op: str, operands, where, cop: str | None = None) -> Data:
+        return self.b.operation(op, list(operands), where, cop)
 
     def subscript(self, e):
         c = self.c
@@ -625,6 +785,8 @@ class Interpreter:
             raise self.b.error(e, "only the kernel's arrays can be indexed")
         array = self.b.arrays[node.name]
         indices.reverse()
+        if any(isinstance(i, Cond) for i in indices):
+            raise self.b.error(e, "a condition used as an index")
         if len(indices) == 1:
             return array, indices[0]
         if any(isinstance(i, Data) for i in indices):
@@ -632,12 +794,10 @@ class Interpreter:
         dims = self.b.local_arrays.get(node.name, (None, ()))[1]
         if len(dims) != len(indices):
             raise self.b.error(e, f"{node.name!r} has {len(dims)} dimensions, indexed with {len(indices)}")
-        flat = sympy.Integer(0)
+        flat = 0
         for k, idx in enumerate(indices):
-            extent = 1
-            for d in dims[k + 1:]:
-                extent *= d
-            flat += idx * extent
+            extent = int(np.prod(dims[k + 1:])) if k + 1 < len(dims) else 1
+            flat = ix.add(flat, ix.mul(idx, extent))
         return array, flat
 
     def builtin_struct(self, e):
@@ -646,35 +806,48 @@ class Interpreter:
             d = "xyz".index(e.field.name)
             base = e.name.name
             if base == "threadIdx":
-                return THREAD[d]
+                return Affine.thread(d)
             if base == "blockIdx":
-                return THREAD[3 + d]
+                return Affine.thread(3 + d)
             if base == "blockDim":
-                return sympy.Integer(self.b.local_size[d])
+                return self.b.local_size[d]
+            if base == "gridDim" and self.b.global_size:
+                return -(-self.b.global_size[d] // self.b.local_size[d])
         raise self.b.error(e, "unsupported member access (vector types and structs are not modelled)")
 
     def call(self, e):
         c = self.c
         name = e.name.name if isinstance(e.name, c.ID) else None
         args = e.args.exprs if e.args is not None else []
-        if name in ("get_global_id", "get_local_id", "get_group_id", "get_local_size"):
-            d = self.concrete(self.expr(args[0]))
-            if d is None or not d.is_Integer or not 0 <= int(d) <= 2:
+        if name in ("get_global_id", "get_local_id", "get_group_id", "get_local_size", "get_global_size",
+                    "get_num_groups"):
+            d = self.expr(args[0])
+            if not isinstance(d, int) or not 0 <= d <= 2:
                 raise self.b.error(e, f"{name} needs a constant dimension 0, 1 or 2")
-            d = int(d)
             size = self.b.local_size[d]
-            return {"get_global_id": THREAD[3 + d] * size + THREAD[d], "get_local_id": THREAD[d],
-                    "get_group_id": THREAD[3 + d], "get_local_size": sympy.Integer(size)}[name]
+            if name == "get_global_id":
+                return ix.add(ix.mul(Affine.thread(3 + d), size), Affine.thread(d))
+            if name in ("get_global_size", "get_num_groups"):
+                if not self.b.global_size:
+                    raise self.b.error(e, f"{name} needs the launch's global size")
+                groups = -(-self.b.global_size[d] // size)
+                return groups * size if name == "get_global_size" else groups
+            return {"get_local_id": Affine.thread(d), "get_group_id": Affine.thread(3 + d),
+                    "get_local_size": size}[name]
         if name in BARRIERS:
             self.b.barrier()
-            return sympy.Integer(0)
+            return 0
         values = [self.expr(a) for a in args]
         if name in MATH:
             if not any(isinstance(v, Data) for v in values):
-                if name in ("min", "max"):
-                    return (sympy.Min if name == "min" else sympy.Max)(*values)
+                if name in ("min", "max") and len(values) == 2 and all(isinstance(v, int) for v in values):
+                    return min(values) if name == "min" else max(values)
+                if name in ("min", "max") and all(not isinstance(v, Cond) for v in values):
+                    return ix._from_sympy((sympy.Min if name == "min" else sympy.Max)(
+                        *[ix.as_sympy(v) for v in values]))
                 return Data("float", const=True)
-            return self.operation(MATH[name], values, e)
+            cop = name if name in ("min", "max") and len(values) == 2 else None
+            return self.operation(MATH[name], values, e, cop)
         if name in self.functions:
             raise self.b.error(e, f"call to {name!r}: inline helper functions into the kernel for the builder")
         raise self.b.error(e, f"unsupported function {name!r}")
@@ -690,14 +863,91 @@ def mark_first_reads(fragments: list[KernelGraph]) -> None:
     groups: dict[str, list] = {}
     for g in fragments:
         for a in sorted((a for a in g.arcs if a.kind == "read"), key=lambda a: a.info.get("order", 0)):
-            expr = a.info.get("_expr")
-            if expr is None:
+            index = a.info.pop("_index", None)
+            if index is None:
                 a.info["first"] = True
                 continue
             reps = groups.setdefault(a.info["array"], [])
-            a.info["first"] = not any(not ((expr - r).free_symbols & set(THREAD)) for r in reps)
-            if a.info["first"]:
-                reps.append(expr)
+            # one representative per distinct thread dependence: a new one is a first read
+            sig = index.coef if isinstance(index, Affine) else (0,) * 6 if isinstance(index, int) else None
+            if sig is not None:
+                a.info["first"] = sig not in reps
+                if a.info["first"]:
+                    reps.append(sig)
+            else:
+                a.info["first"] = not any(not isinstance(r, tuple) and ix.thread_free_difference(index, r)
+                                          for r in reps)
+                if a.info["first"]:
+                    reps.append(index)
+
+
+def _counted_form(s, c, var: str | None) -> tuple[str, Any, int] | None:
+    """``for (v = a; v OP b; v += k)`` with a constant step: (OP, the AST of b, k); else None."""
+    if var is None or not isinstance(s.cond, c.BinaryOp) or s.cond.op not in ("<", "<=", ">", ">=", "!="):
+        return None
+    op, left, right = s.cond.op, s.cond.left, s.cond.right
+    if isinstance(right, c.ID) and right.name == var and not (isinstance(left, c.ID) and left.name == var):
+        op = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}[op]
+        left, right = right, left
+    if not (isinstance(left, c.ID) and left.name == var):
+        return None
+    nxt, step = s.next, None
+    if isinstance(nxt, c.UnaryOp) and isinstance(nxt.expr, c.ID) and nxt.expr.name == var:
+        step = 1 if "++" in nxt.op else -1 if "--" in nxt.op else None
+    elif (isinstance(nxt, c.Assignment) and isinstance(nxt.lvalue, c.ID) and nxt.lvalue.name == var
+          and nxt.op in ("+=", "-=") and isinstance(nxt.rvalue, c.Constant)):
+        k = _constant(nxt.rvalue)
+        step = (k if nxt.op == "+=" else -k) if isinstance(k, int) else None
+    if not step:
+        return None
+    return op, right, step
+
+
+def _trips(start: np.ndarray, bound: np.ndarray, op: str, step: int) -> np.ndarray | None:
+    """Passes of ``for (v = start; v OP bound; v += step)`` per work-item (None where it never ends)."""
+    d = bound.astype(np.int64) - start.astype(np.int64)
+    if op in ("<", "<="):
+        if step < 0:
+            return None if np.any(d > 0) else np.zeros_like(d)
+        d = d + (1 if op == "<=" else 0)
+        return np.maximum(0, -(-d // step))
+    if op in (">", ">="):
+        if step > 0:
+            return None if np.any(d < 0) else np.zeros_like(d)
+        d = -d + (1 if op == ">=" else 0)
+        return np.maximum(0, -(-d // -step))
+    if np.any(d % step != 0) or np.any(d // step < 0):
+        return None
+    return d // step
+
+
+def _truth_value(v) -> bool | None:
+    """A condition's truth where it is the same for every work-item, else None."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, int):
+        return v != 0
+    if isinstance(v, (Cond, Data, Affine)):
+        return None  # differs between work-items (even where the sampled ones agree)
+    if v is sympy.true or v is sympy.false:
+        return bool(v)
+    if isinstance(v, sympy.Basic) and v.is_number:
+        return bool(v != 0)
+    return None
+
+
+def _cond_values(v, b: Builder) -> np.ndarray | None:
+    if isinstance(v, Cond):
+        return v.values
+    truth = _truth_value(v)
+    if truth is not None:
+        return np.full(b.sample.size, truth, dtype=bool)
+    return None
+
+
+def _sympy_compare(op, a, b):
+    fn = {"<": sympy.Lt, ">": sympy.Gt, "<=": sympy.Le, ">=": sympy.Ge, "==": sympy.Eq, "!=": sympy.Ne}[op]
+    return fn(a, b)
 
 
 def _extent(text: str, filename: str) -> int:
@@ -718,31 +968,11 @@ def _constant(e):
     if e.type in ("float", "double"):
         return Data("float" if e.value[-1:] in "fF" else "double", const=True)
     if e.type == "char":
-        return sympy.Integer(ord(e.value.strip("'")[0]))
+        return ord(e.value.strip("'")[0])
     try:
-        return sympy.Integer(int(text, 0))
+        return int(text, 0)
     except ValueError:
-        return sympy.Integer(int(text.rstrip("uUlL"), 0))
-
-
-def _div(a, b):
-    """C integer division (toward zero) for index arithmetic."""
-    a, b = sympy.sympify(a), sympy.sympify(b)
-    if a.is_Integer and b.is_Integer:
-        q = abs(int(a)) // abs(int(b))
-        return sympy.Integer(q if (int(a) >= 0) == (int(b) > 0) else -q)
-    return sympy.floor(a / b)
-
-
-def _truth(v):
-    if isinstance(v, (sympy.logic.boolalg.Boolean, bool)):
-        return v
-    return sympy.Ne(v, 0)
-
-
-def _compare(op, a, b):
-    fn = {"<": sympy.Lt, ">": sympy.Gt, "<=": sympy.Le, ">=": sympy.Ge, "==": sympy.Eq, "!=": sympy.Ne}[op]
-    return fn(a, b)
+        return int(text.rstrip("uUlL"), 0)
 
 
 def _loop_var(s, c) -> str | None:

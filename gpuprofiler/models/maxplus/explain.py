@@ -6,8 +6,8 @@ import numpy as np
 import sympy
 
 from gpuprofiler.models.maxplus import symbolic
+from gpuprofiler.models.maxplus.formula import arc_symbols, loop_symbols
 from gpuprofiler.models.maxplus.graph import Kernel, KernelGraph, height, levels
-from gpuprofiler.models.maxplus.models import arc_times, loop_symbols
 
 MATRIX_NODES = 40  # larger fragments are listed arc by arc only
 
@@ -25,7 +25,7 @@ def symbolic_matrix(g: KernelGraph, kernel: Kernel, model: str,
                     order: list[int] | None = None) -> tuple[list[list[object]], int]:
     """The fragment's kernel matrix under ``model`` with its nodes in ``order`` (default: as created),
     operation times on the diagonal, parallel arcs combined with max; and its height k."""
-    arcs, _ = arc_times(g, model)
+    arcs = arc_symbols(g, model)
     loops = loop_symbols(g, model, kernel)
     pos = {v: i for i, v in enumerate(order if order is not None else range(g.size))}
     z = [[symbolic.EPS] * g.size for _ in range(g.size)]
@@ -40,7 +40,7 @@ def symbolic_matrix(g: KernelGraph, kernel: Kernel, model: str,
 def explain(kernel: Kernel, model: str) -> str:
     lines = [f"kernel {kernel.name}: {len(kernel.fragments)} fragment(s), model {model}"]
     for f, g in enumerate(kernel.fragments):
-        arcs, _ = arc_times(g, model)
+        arcs = arc_symbols(g, model)
         loops = loop_symbols(g, model, kernel)
         order = display_order(g, bool(loops))
         pos = {v: i for i, v in enumerate(order)}

@@ -77,6 +77,12 @@ class Kernel:
     name: str
     fragments: list[KernelGraph]
     notes: list[str] = field(default_factory=list)
+    local_bytes: int = 0                                  # local (shared) memory per work-group
+    local_size: tuple[int, int, int] = (1, 1, 1)          # work-group shape
+    global_size: tuple[int, ...] | None = None            # the launch's grid in work-items, where known
+    buffers: dict[str, int] = field(default_factory=dict)  # bytes of each array argument, where known
+    l1_miss: dict[str, float] = field(default_factory=dict)  # per global array read: share of requested sectors
+                                                             # its work-groups had not touched before
 
 
 def levels(n: int, dst: np.ndarray, src: np.ndarray, loops: np.ndarray | None = None,
@@ -163,18 +169,60 @@ def longest(n: int, dst, src, weight, inputs: Sequence[int], outputs: Sequence[i
     return float(x[outs].max()) if outs else EPS
 
 
+def _structure(g: KernelGraph, with_loops: bool) -> tuple:
+    """The fragment's levels and level-by-level arc and node order, computed once per fragment."""
+    cache = g.__dict__.setdefault("_structure", {})
+    key = (with_loops, len(g.arcs), g.size)
+    if key not in cache:
+        dst = np.array([a.dst for a in g.arcs], dtype=np.int64)
+        src = np.array([a.src for a in g.arcs], dtype=np.int64)
+        loops = np.zeros(g.size, dtype=bool)
+        if with_loops and g.loops:
+            loops[list(g.loops)] = True
+        level, k = levels(g.size, dst, src, loops)
+        order = np.argsort(level[src], kind="stable") if len(src) else np.empty(0, np.int64)
+        bounds = np.searchsorted(level[src][order], np.arange(k + 2))
+        node_order = np.argsort(level, kind="stable")
+        node_bounds = np.searchsorted(level[node_order], np.arange(k + 2))
+        cache[key] = (dst, src, level, k, order, bounds, node_order, node_bounds)
+    return cache[key]
+
+
+def graph_times(g: KernelGraph, weights: np.ndarray, loop_values: np.ndarray | None = None) -> np.ndarray:
+    """:func:`longest` for several sets of times at once: ``weights`` (sets x arcs, in ``g.arcs`` order),
+    ``loop_values`` (sets x nodes, operation times; None for a graph timed without its loops)."""
+    weights = np.atleast_2d(np.asarray(weights, dtype=float))
+    m = weights.shape[0]
+    dst, src, level, k, order, bounds, node_order, node_bounds = _structure(g, loop_values is not None)
+    x = np.full((m, g.size), EPS)
+    x[:, list(g.inputs)] = 0.0
+    lw = np.zeros((m, g.size)) if loop_values is None else np.atleast_2d(loop_values)
+    for r in range(k + 1):
+        nodes = node_order[node_bounds[r]:node_bounds[r + 1]]
+        x[:, nodes] += lw[:, nodes]
+        arcs = order[bounds[r]:bounds[r + 1]]
+        if arcs.size:
+            cand = x[:, src[arcs]] + weights[:, arcs]
+            for j in range(m):
+                np.maximum.at(x[j], dst[arcs], cand[j])
+    outs = list(g.outputs)
+    return x[:, outs].max(axis=1) if outs else np.full(m, EPS)
+
+
 def graph_time(g: KernelGraph, weights: Sequence[float], loop_values: dict[int, float] | None = None) -> float:
     """:func:`longest` on a :class:`KernelGraph`: ``weights`` per arc (in ``g.arcs`` order), loop times per node."""
     lw = None
     if g.loops:
-        lw = np.full(g.size, EPS)
+        lw = np.zeros(g.size)
         for node in g.loops:
             lw[node] = (loop_values or {}).get(node, 0.0)
-    return longest(g.size, [a.dst for a in g.arcs], [a.src for a in g.arcs], weights, g.inputs, g.outputs, lw)
+    return float(graph_times(g, np.asarray(weights, dtype=float)[None, :], None if lw is None else lw[None, :])[0])
 
 
 def height(g: KernelGraph, loops_once: bool = True, with_loops: bool = True) -> int:
     """The height k of a fragment (section 6; its loops counted once, section 8, unless ``with_loops`` is off)."""
+    if loops_once:
+        return _structure(g, with_loops)[3]
     loops = np.zeros(g.size, dtype=bool)
     if with_loops:
         loops[list(g.loops)] = True

@@ -1,4 +1,4 @@
-"""The max-plus kernel models as functions of (kernel graph, profile, N, n): naive, ops, serial, cache.
+"""The max-plus kernel models as functions of (kernel graph, profile, N, n): naive, ops, serial, cache, overlap.
 
 * naive (sections 6-7): arcs carry the read time t and the write time T; ceil(N/n) batches.
 * ops (section 8): plus each operation's latency tau as a self-loop on its node.
@@ -8,40 +8,42 @@
 * cache (section 9, caching): the first read of an address is serialized as above; a repeated read
   (the same address, or one a neighbouring work-item reads: same array, index differing by a constant)
   costs the cached-read time t_c and does not occupy the memory.
+* overlap (the default): the cache model's arc times without the serialization, one batch being the n
+  work-items the device holds at once (its occupancy), and the batches bounded by what the whole launch asks
+  of DRAM, the last-level cache, the L1 data path and the issue of its operations
+  (:mod:`~gpuprofiler.models.maxplus.throughput`): ``max(ceil(N/n) * batch, DRAM, cache, L1, issue)``.
+  Latency-bound or bandwidth-bound is decided by which term is larger (Little's law with the profile's
+  latencies against its throughputs).
 
 Batches of n work-items run one after another in the paper ("sequential": ceil(N/n) times the batch).
 Real devices overlap the batches: "pipelined" (the default for serial and cache) charges every
 batch but the last only for the time it holds the serialized memory (or its operation chain, when
 that is longer), and the last batch in full: (ceil(N/n) - 1) * max(bus, ops) + batch.
+
+Every model adds what the launch costs beyond its work (:func:`gpuprofiler.models.costs.launch_costs`):
+``fixed + max(dispatch, work)``. The numbers need no sympy; the symbolic form of a prediction is
+:mod:`~gpuprofiler.models.maxplus.formula`'s, for ``--explain``.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-import sympy
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import Prediction
-from gpuprofiler.models.maxplus.graph import (
-    Arc,
-    Kernel,
-    KernelGraph,
-    graph_time,
-    height,
-    levels,
-)
-from gpuprofiler.models.maxplus.symbolic import EPS, N, T, dT, dt, fmt, n, t
-from gpuprofiler.profile.hardware import Figure, view
+from gpuprofiler.models.costs import launch_costs
+from gpuprofiler.models.maxplus.graph import Arc, Kernel, KernelGraph, graph_times, height
+from gpuprofiler.models.maxplus.requests import WARP
+from gpuprofiler.models.maxplus.throughput import L1_SECTORS_PER_CYCLE, resident_work_items, resources
+from gpuprofiler.profile.hardware import Figure, HardwareView, view
 
-MODELS = ("naive", "ops", "serial", "cache")
-SYMBOLIC_ARCS = 400  # larger graphs get numbers only: sympy's Max over thousands of paths is slow
-BATCHES = ("sequential", "pipelined")
+MODELS = ("naive", "ops", "serial", "cache", "overlap")
+DEFAULT_MODEL = "overlap"   # the fullest physics; chosen before any comparison with measurements
+BATCHES = ("sequential", "pipelined", "overlapped")
 
 # operation -> profile instruction keys tried in turn (OpenCL microbenchmark names, then PTX opcodes)
 OP_KEYS = {
@@ -72,6 +74,8 @@ class Parameters:
     n: int
     sources: dict[str, str] = field(default_factory=dict)
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    hw: HardwareView = field(default_factory=HardwareView)
+    n_given: bool = False
 
     def value(self, name: str) -> float:
         if name not in self.values:
@@ -82,7 +86,7 @@ class Parameters:
         """The same parameters with every measured value at the ``low`` or ``high`` end of its interval."""
         k = {"low": 0, "high": 1}[end]
         values = {name: self.bounds[name][k] if name in self.bounds else v for name, v in self.values.items()}
-        return Parameters(values, self.n, self.sources, self.bounds)
+        return Parameters(values, self.n, self.sources, self.bounds, self.hw, self.n_given)
 
 
 def concurrency(profile) -> tuple[int, str]:
@@ -117,6 +121,9 @@ def parameters(profile, kernel: Kernel | None = None, n_override: int | None = N
     keep("T", hw.figure("memory.write_s"), "write to a cold line, one work-item")
     keep("t_c", hw.figure("memory.cached_read_s"), "repeated read of a cached address")
     keep("t_l", hw.figure("local_memory.latency_s"))
+    for key in ("barrier", "bar.sync"):
+        if keep("t_bar", hw.instruction(key, "latency_s"), "a barrier between fragments"):
+            break
     keep("dt_gather", hw.figure("memory.read_step_s"),
          "slope of the read time over concurrent work-items, scattered lines")
     keep("dT_gather", hw.figure("memory.write_step_s"),
@@ -137,7 +144,10 @@ def parameters(profile, kernel: Kernel | None = None, n_override: int | None = N
             raise UserError("--n must be at least 1")
         n_val, how = n_override, "--n"
     else:
-        n_val, how = concurrency(profile)
+        try:
+            n_val, how = concurrency(profile)
+        except UserError as exc:  # only the paper's models need it; the overlap model uses the occupancy
+            n_val, how = 0, str(exc)
     src["n"] = how
     if kernel is not None:
         op_name = op_names(kernel)
@@ -162,12 +172,15 @@ def parameters(profile, kernel: Kernel | None = None, n_override: int | None = N
                     break
                 else:
                     src[name] = f"no measured latency for {info['op']} ({', '.join(keys) or 'unknown operation'})"
-    return Parameters(vals, n_val, src, bounds)
+    return Parameters(vals, n_val, src, bounds, hw, n_override is not None)
 
 
 def op_names(kernel: Kernel) -> Callable[[dict], str]:
     """Names of the operations' latency symbols: ``tau`` when the kernel has one kind of operation, else
     ``tau_<op>`` (``tau_mul``, ``tau_dadd``). The kinds are collected once per kernel."""
+    cached = kernel.__dict__.get("_op_names")
+    if cached is not None:
+        return cached
     kinds = {(op_class(i["op"]), i.get("dtype", "float")) for g in kernel.fragments for i in g.loops.values()}
 
     def name(info: dict) -> str:
@@ -176,26 +189,11 @@ def op_names(kernel: Kernel) -> Callable[[dict], str]:
         prefix = {"float": "", "double": "d", "int": "i"}[info.get("dtype", "float")]
         return f"tau_{prefix}{op_class(info['op'])}"
 
+    kernel.__dict__["_op_names"] = name
     return name
 
 
-# ---- symbolic arc times -------------------------------------------------------------------------
-
-def _step_symbol(kind: str, info: dict) -> sympy.Symbol:
-    """The serialization step of one access: dt (unit stride), dt_line (strided) or dt_gather."""
-    base = "dt" if kind == "read" else "dT"
-    pattern = info.get("pattern", "unit")
-    if pattern in ("unit", "uniform"):
-        return dt if base == "dt" else dT
-    if pattern == "strided":
-        return sympy.Symbol(f"{base}_line", positive=True)
-    return sympy.Symbol(f"{base}_gather", positive=True)
-
-
-def _counted(counts: Counter):
-    """sum(count * symbol) as one sympy expression."""
-    return sympy.Add(*[c * sym for sym, c in counts.items() if c])
-
+# ---- numbers -----------------------------------------------------------------------------------
 
 def _is_bus_read(arc: Arc, model: str) -> bool:
     return arc.kind == "read" and not (model == "cache" and not arc.info.get("first", True))
@@ -206,7 +204,7 @@ def _on_bus(arc: Arc, model: str) -> bool:
     return _is_bus_read(arc, model) or arc.kind == "write"
 
 
-def _bus_ids(g: KernelGraph, model: str) -> tuple[list[int], list[int]]:
+def bus_ids(g: KernelGraph, model: str) -> tuple[list[int], list[int]]:
     """The arcs that queue on the serialized memory, reads and writes, each in access order."""
     reads = sorted((i for i, a in enumerate(g.arcs) if _is_bus_read(a, model)),
                    key=lambda i: g.arcs[i].info.get("order", i))
@@ -215,120 +213,156 @@ def _bus_ids(g: KernelGraph, model: str) -> tuple[list[int], list[int]]:
     return reads, writes
 
 
-def arc_symbols(g: KernelGraph, model: str) -> dict[int, Any]:
-    """Each arc's symbolic time under ``model``, by index in ``g.arcs``."""
-    sym: dict[int, Any] = {}
-    if model in ("serial", "cache"):
-        for ids, base in zip(_bus_ids(g, model), (t, T)):
-            steps = [_step_symbol(g.arcs[i].kind, g.arcs[i].info) for i in ids]
-            total = _counted(Counter(steps))
-            before: Counter = Counter()
-            for j, i in enumerate(ids):  # prefix sums kept as counts per step symbol: O(arcs), not O(arcs^2)
-                sym[i] = base + (n - 1) * total + _counted(before)
-                before[steps[j]] += 1
-    tc, tl = sympy.Symbol("t_c", positive=True), sympy.Symbol("t_l", positive=True)
-    for i, a in enumerate(g.arcs):
-        if i in sym:
-            continue
-        if a.kind == "read":
-            sym[i] = tc if (model == "cache" and not a.info.get("first", True)) else t
-        elif a.kind == "write":
-            sym[i] = T
-        elif a.kind in ("local_read", "local_write"):
-            sym[i] = tl
-        elif a.kind == "time":
-            sym[i] = sympy.Symbol(a.info["symbol"], positive=True)
-        else:
-            sym[i] = sympy.S.Zero
-    return sym
+def step_name(kind: str, info: dict) -> str:
+    """The serialization step of one access: dt (unit stride), dt_line (strided) or dt_gather (dT for writes)."""
+    base = "dt" if kind == "read" else "dT"
+    pattern = info.get("pattern", "unit")
+    if pattern in ("unit", "uniform"):
+        return base
+    return f"{base}_line" if pattern == "strided" else f"{base}_gather"
 
 
-def arc_values(g: KernelGraph, model: str, sym: dict[int, Any], ev: Evaluator) -> list[float]:
-    """Each arc's time in seconds (each access's step from its own element size and stride)."""
+def step_seconds(arc: Arc, params: Parameters) -> float:
+    """One access's serialization step in seconds, from its own element size and stride."""
+    name = step_name(arc.kind, arc.info)
+    per_byte = params.value(name[:2] + "_per_byte")
+    elem = arc.info.get("elem_bytes", 4)
+    if name in ("dt", "dT"):
+        return elem * per_byte
+    if name.endswith("_line"):
+        return min(max(arc.info.get("stride", 1) or 1, 1) * elem, params.value("line_bytes")) * per_byte
+    return params.value(name)
+
+
+@dataclass(frozen=True)
+class Pipes:
+    """What the work-items of one batch share on each SM (overlap model): ``warps`` per SM and its clock; their
+    requests queue on the SM's L1 / shared-memory pipe one per cycle, their operations on the device-wide
+    throughput (``items`` x theta), as the paper's serial model queues them on the memory."""
+
+    items: int
+    warps: float = 0.0
+    clock_hz: float = 0.0
+
+    def request(self, info: dict, latency: float, cycles: float) -> float:
+        """An access's time: its latency, or the time its pipe takes for the batch's requests, if longer."""
+        if not self.clock_hz:
+            return latency
+        return max(latency, self.warps * info.get("warps", 1.0) * cycles / self.clock_hz)
+
+
+def l1_cycles(info: dict) -> float:
+    """Cycles of the L1 data path for one warp request: its lines (at least its sectors over 4)."""
+    return max(1.0, info.get("lines", 32.0), info.get("sectors", 32.0) / L1_SECTORS_PER_CYCLE)
+
+
+def arc_numbers(g: KernelGraph, model: str, params: Parameters, pipes: Pipes | None = None) -> list[float]:
+    """Each arc's time in seconds under ``model`` (by index in ``g.arcs``); ``pipes`` queue the overlap model's
+    requests on the SM."""
     val: dict[int, float] = {}
     if model in ("serial", "cache"):
-        for ids, base in zip(_bus_ids(g, model), ("t", "T")):
-            secs = np.array([ev.step(g.arcs[i]) for i in ids])
+        for ids, base in zip(bus_ids(g, model), ("t", "T")):
+            secs = np.array([step_seconds(g.arcs[i], params) for i in ids])
             prefix = np.concatenate([[0.0], np.cumsum(secs)[:-1]]) if len(ids) else secs
-            base_s = ev.params.value(base)
+            base_s, total = params.value(base), float(secs.sum())
             for j, i in enumerate(ids):
-                val[i] = base_s + (ev.params.n - 1) * float(secs.sum()) + float(prefix[j])
-    return [val[i] if i in val else ev.value(sym[i]) for i in range(len(g.arcs))]
+                val[i] = base_s + (params.n - 1) * total + float(prefix[j])
+    cached = model in ("cache", "overlap")
+    queue = pipes if model == "overlap" and pipes is not None else Pipes(0)
+    out = []
+    for i, a in enumerate(g.arcs):
+        if i in val:
+            out.append(val[i])
+        elif a.kind == "read":
+            lat = params.value("t_c" if cached and not a.info.get("first", True) else "t")
+            out.append(queue.request(a.info, lat, l1_cycles(a.info)))
+        elif a.kind == "write":
+            out.append(queue.request(a.info, params.value("T"), l1_cycles(a.info)))
+        elif a.kind in ("local_read", "local_write"):
+            out.append(queue.request(a.info, params.value("t_l"), a.info.get("wavefronts", 1.0)))
+        elif a.kind == "time":
+            out.append(params.value(a.info["symbol"]))
+        else:
+            out.append(0.0)
+    return out
 
 
-def arc_times(g: KernelGraph, model: str, ev: Evaluator | None = None) -> tuple[dict[int, Any], list[float]]:
-    """Each arc's symbolic time under ``model`` (by index in ``g.arcs``) and, given an evaluator, its value
-    in seconds."""
-    sym = arc_symbols(g, model)
-    return sym, arc_values(g, model, sym, ev) if ev is not None else []
-
-
-def loop_symbols(g: KernelGraph, model: str, kernel: Kernel) -> dict[int, Any]:
-    """Each operation node's latency symbol (none in the naive model, which counts data moves only)."""
+def loop_numbers(g: KernelGraph, model: str, kernel: Kernel, params: Parameters,
+                 pipes: Pipes | None = None) -> dict[int, float]:
+    """Each operation node's time in seconds: its latency (none in the naive model, which counts data moves
+    only); in the overlap model at least the batch's issue of it at the device-wide throughput."""
     if model == "naive":
         return {}
-    op_name = op_names(kernel)
-    return {node: sympy.Symbol(op_name(info), positive=True) for node, info in g.loops.items()}
+    name = op_names(kernel)
+    if model == "overlap" and pipes is not None:
+        return {node: max(params.value(name(info)), pipes.items * params.value("theta" + name(info)[3:]))
+                for node, info in g.loops.items()}
+    return {node: params.value(name(info)) for node, info in g.loops.items()}
 
 
-def bus_symbol(g: KernelGraph, model: str) -> Any:
-    """Time one batch of n work-items holds the serialized memory: n * (sum of its steps)."""
-    return n * sum((_step_symbol(a.kind, a.info) for a in g.arcs if _on_bus(a, model)), sympy.S.Zero)
+def _batch_times(kernel: Kernel, model: str, plist: list[Parameters], pipes: Pipes | None = None) -> np.ndarray:
+    """One batch's time (its fragments one after another) for each parameter set, evaluated together."""
+    total = np.zeros(len(plist))
+    for g in kernel.fragments:
+        if not g.outputs:
+            continue
+        weights = np.array([arc_numbers(g, model, p, pipes) for p in plist]).reshape(len(plist), len(g.arcs))
+        loops = None
+        if model != "naive" and g.loops:
+            loops = np.zeros((len(plist), g.size))
+            for j, p in enumerate(plist):
+                for node, v in loop_numbers(g, model, kernel, p, pipes).items():
+                    loops[j, node] = v
+        total += np.maximum(graph_times(g, weights, loops), 0.0)
+    return total
 
 
-# ---- numbers -----------------------------------------------------------------------------------
-
-class Evaluator:
-    """Numeric values of symbolic times with the profile's parameters, cached per expression."""
-
-    def __init__(self, params: Parameters):
-        self.params = params
-        self.cache: dict[Any, float] = {}
-
-    def step(self, arc: Arc) -> float:
-        """The serialization step of one access, in seconds."""
-        return self._step(_step_symbol(arc.kind, arc.info), arc.info.get("elem_bytes", 4), arc.info.get("stride", 1))
-
-    def _step(self, sym: sympy.Symbol, elem_bytes: float, stride: float) -> float:
-        name = str(sym)
-        per_byte = self.params.value(name[:2] + "_per_byte")
-        if name in ("dt", "dT"):
-            return elem_bytes * per_byte
-        if name.endswith("_line"):
-            return min(max(stride, 1) * elem_bytes, self.params.value("line_bytes")) * per_byte
-        return self.params.value(name)
-
-    def value(self, expr) -> float:
-        """The value of an expression without serialization steps (t, T, t_c, t_l, tau...)."""
-        if expr not in self.cache:
-            subs = {}
-            for sym in expr.free_symbols:
-                subs[sym] = self.params.n if sym == n else self.params.value(str(sym))
-            self.cache[expr] = float(expr.subs(subs)) if subs else float(expr)
-        return self.cache[expr]
+def issue_seconds(kernel: Kernel, params: Parameters) -> float:
+    """One work-item's operations at the device-wide throughputs: sum of 1 / throughput (the theta symbols)."""
+    name = op_names(kernel)
+    return sum(params.value("theta" + name(info)[3:]) for g in kernel.fragments if g.outputs
+               for info in g.loops.values())
 
 
-def _times(kernel: Kernel, model: str, params: Parameters, parts: list) -> tuple[float, float, float]:
-    """One batch's time, the time it holds the serialized memory and its operations' issue time, in seconds."""
-    ev = Evaluator(params)
-    batch_s = bus_s = ops_s = 0.0
-    for g, syms, loops in parts:
-        loop_vals = {node: ev.value(sym) for node, sym in loops.items()}
-        batch_s += max(graph_time(g, arc_values(g, model, syms, ev), loop_vals), 0.0)
-        if model in ("serial", "cache"):
-            bus_s += params.n * sum(ev.step(a) for a in g.arcs if _on_bus(a, model))
-        if loops:
-            ops_s += params.n * sum(ev.value(sympy.Symbol("theta" + str(s)[3:], positive=True)) for s in loops.values())
-    return batch_s, bus_s, ops_s
+def _paper_totals(kernel: Kernel, model: str, batches: str, plist: list[Parameters], work_items: int) -> tuple:
+    """The paper's total, one batch's time and the time it holds the serialized memory, per parameter set."""
+    batch = _batch_times(kernel, model, plist)
+    timed = [g for g in kernel.fragments if g.outputs]
+    bus = np.array([p.n * sum(step_seconds(a, p) for g in timed for a in g.arcs if _on_bus(a, model))
+                    if model in ("serial", "cache") else 0.0 for p in plist])
+    ops = np.array([p.n * issue_seconds(kernel, p) if model != "naive" else 0.0 for p in plist])
+    nb = math.ceil(work_items / plist[0].n)
+    total = nb * batch if batches == "sequential" else (nb - 1) * np.maximum(bus, ops) + batch
+    return total, batch, bus
 
 
-def _total(batches: str, nb: int, batch_s: float, bus_s: float, ops_s: float) -> float:
-    return nb * batch_s if batches == "sequential" else (nb - 1) * max(bus_s, ops_s) + batch_s
+def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, resident: int) -> tuple:
+    """The overlap model's work time per parameter set: max(ceil(N/n) * batch, DRAM, cache, L1, issue); and the
+    details of the first set."""
+    hw = plist[0].hw
+    items = min(work_items, resident)
+    sms, clock = hw.compute_units, hw.clock_hz
+    gpu = hw.kind == "gpu" and sms.ok and clock.ok
+    pipes = Pipes(items, items / WARP / sms.value if gpu else 0.0, clock.value if gpu else 0.0)
+    batch = _batch_times(kernel, "overlap", plist, pipes)
+    timed = [g for g in kernel.fragments if g.outputs]
+    batch = batch + max(len(timed) - 1, 0) * np.array([p.values.get("t_bar", 0.0) for p in plist])
+    nb = math.ceil(work_items / resident)
+    totals, details = [], {}
+    for j, p in enumerate(plist):
+        res = resources(kernel, p.hw, work_items, issue_seconds(kernel, p), (None, "low", "high")[j])
+        bounds = {"latency": nb * float(batch[j]), **res.bounds()}
+        limit = max(bounds, key=bounds.get)
+        totals.append(bounds[limit])
+        if j == 0:
+            details = {"batch_s": float(batch[0]), "batches_count": nb, "bounds_s": bounds, "limited_by": limit,
+                       "traffic": res.traffic, "resource_sources": res.sources}
+    return np.array(totals), details
 
 
-def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, model: str = "serial",
+def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, model: str = DEFAULT_MODEL,
             batches: str | None = None) -> Prediction:
-    """The kernel's time for ``work_items`` work-items (N) under ``model``, n from ``params``.
+    """The kernel's time for ``work_items`` work-items (N) under ``model``, launch costs included.
 
     The interval is the range the profile's measurement intervals leave open: the same model evaluated
     with every measured parameter at the low and at the high end of its interval (the time is monotone in
@@ -336,80 +370,45 @@ def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, mode
     """
     if model not in MODELS:
         raise UserError(f"unknown model {model!r}: choose from {', '.join(MODELS)}")
-    batches = batches or ("pipelined" if model in ("serial", "cache") else "sequential")
+    default = "overlapped" if model == "overlap" else "pipelined" if model in ("serial", "cache") else "sequential"
+    batches = batches or default
     if batches not in BATCHES:
         raise UserError(f"unknown batches {batches!r}: choose from {', '.join(BATCHES)}")
     if batches == "pipelined" and model not in ("serial", "cache"):
         raise UserError("pipelined batches need a serialized memory (models serial and cache)")
-    batch_sym, bus_sym, ops_sym = sympy.S.Zero, sympy.S.Zero, sympy.S.Zero
-    heights = []
-    symbolic = sum(len(g.arcs) for g in kernel.fragments) <= SYMBOLIC_ARCS
-    parts = []
-    for g in kernel.fragments:
-        syms = arc_symbols(g, model)
-        loops = loop_symbols(g, model, kernel)
-        heights.append(height(g, with_loops=bool(loops)))
-        if not g.outputs:
-            continue
-        parts.append((g, syms, loops))
-        if model in ("serial", "cache"):
-            bus_sym += bus_symbol(g, model)
-        if loops:
-            ops_sym += n * sympy.Add(*[sympy.Symbol("theta" + str(s)[3:], positive=True) for s in loops.values()])
-        if symbolic:
-            batch_sym += fragment_symbol(g, syms, loops)
-    nb = math.ceil(work_items / params.n)
-    batch_s, bus_s, ops_s = _times(kernel, model, params, parts)
-    total = _total(batches, nb, batch_s, bus_s, ops_s)
-    ends = [_total(batches, nb, *_times(kernel, model, params.at(end), parts)) for end in ("low", "high")
-            ] if params.bounds else []
-    if batches == "sequential":
-        sym = sympy.ceiling(N / n) * batch_sym
+    if (batches == "overlapped") != (model == "overlap"):
+        raise UserError("the overlap model's batches are overlapped, and only its")
+    groups = None
+    if kernel.global_size:
+        groups = math.prod(-(-g // lsz) for g, lsz in zip(kernel.global_size, kernel.local_size))
+    launch, (launch_lo, launch_hi) = launch_costs(params.hw.profile, work_items, groups)
+    heights = [height(g, with_loops=model != "naive") for g in kernel.fragments]
+    details: dict = {"model": model, "size": int(size), "work_items": int(work_items), "batches": batches}
+    if model == "overlap":
+        if params.n_given:
+            n_val, how = params.n, "--n"
+        else:
+            n_val, how = resident_work_items(kernel, params.hw)
+        plist = [params] + ([params.at("low"), params.at("high")] if params.bounds else [])
+        works, extra = _overlap_totals(kernel, plist, work_items, n_val)
+        work, ends = float(works[0]), [float(w) for w in works[1:]]
+        details.update(extra)
+        details["sources"] = {**params.sources, "n": how}
     else:
-        per_sym = sympy.Max(bus_sym, ops_sym) if ops_sym != 0 else bus_sym
-        sym = (sympy.ceiling(N / n) - 1) * per_sym + batch_sym
-    text = symbolic_text(sym, batches) if symbolic else f"(no symbolic form: more than {SYMBOLIC_ARCS} arcs)"
-    details = {"model": model, "size": int(size), "work_items": int(work_items), "n": params.n, "batches": batches,
-               "predicted_s": total, "interval_s": [min(ends + [total]), max(ends + [total])], "batch_s": batch_s,
-               "bus_s": bus_s, "height": max(heights) if heights else 0, "fragment_heights": heights,
-               "symbolic": text, "parameters": dict(params.values), "sources": dict(params.sources)}
+        if params.n < 1:
+            raise UserError(f"the {model} model needs n, the work-items running at once: {params.sources['n']}")
+        n_val = params.n
+        plist = [params] + ([params.at("low"), params.at("high")] if params.bounds else [])
+        works, batch, bus = _paper_totals(kernel, model, batches, plist, work_items)
+        work, ends = float(works[0]), [float(w) for w in works[1:]]
+        details.update(batch_s=float(batch[0]), bus_s=float(bus[0]))
+        details["sources"] = dict(params.sources)
+    total = launch.total(work)
+    lows = [launch_lo.total(min(ends + [work])), total]
+    highs = [launch_hi.total(max(ends + [work])), total]
+    details.update(n=int(n_val), predicted_s=total, interval_s=[min(lows), max(highs)], work_s=work,
+                   work_interval_s=[min(ends + [work]), max(ends + [work])],
+                   launch_fixed_s=launch.fixed_s, dispatch_s=launch.dispatch_s, launch_source=launch.source,
+                   height=max(heights) if heights else 0, fragment_heights=heights, parameters=dict(params.values))
     return Prediction(int(size), total, details["interval_s"][0], details["interval_s"][1], "maxplus",
-                      f"{model}, {batches}, n={params.n}", details)
-
-
-def symbolic_text(sym, batches: str) -> str:
-    """The total as text: ``ceil(N/n)*(batch)`` or ``(ceil(N/n) - 1)*max{bus, ops} + batch``."""
-    if batches == "sequential":
-        return fmt(sym)
-    parts = sympy.Add.make_args(sym)
-    piped = [p for p in parts if p.has(sympy.ceiling)]
-    rest = sympy.Add(*[p for p in parts if not p.has(sympy.ceiling)])
-    if len(piped) == 1 and piped[0].is_Mul:
-        per = sympy.Mul(*[f for f in piped[0].args if not f.has(sympy.ceiling)])
-        body = fmt(per)
-        body = f"({body})" if " + " in body and not isinstance(per, sympy.Max) else body
-        return f"(ceil(N/n) - 1)*{body} + {fmt(rest)}"
-    return fmt(sym)
-
-
-def fragment_symbol(g: KernelGraph, arcs: dict[int, Any], loops: dict[int, Any]):
-    """The fragment's symbolic time: <1_o, (I (+) Z)^k (.) 1_i> propagated along the levels."""
-    if not g.outputs:
-        return sympy.S.Zero
-    has_loop = np.zeros(g.size, dtype=bool)
-    has_loop[list(g.loops)] = True
-    level, _ = levels(g.size, [a.dst for a in g.arcs], [a.src for a in g.arcs], has_loop)
-    x: list[Any] = [EPS] * g.size
-    for i in g.inputs:
-        x[i] = sympy.S.Zero
-    incoming: dict[int, list[int]] = {}
-    for i, a in enumerate(g.arcs):
-        incoming.setdefault(a.dst, []).append(i)
-    for node in sorted(range(g.size), key=lambda v: level[v]):
-        terms = [x[g.arcs[i].src] + arcs[i] for i in incoming.get(node, []) if x[g.arcs[i].src] != EPS]
-        if terms:
-            x[node] = sympy.Max(x[node], *terms) if x[node] != EPS else sympy.Max(*terms)
-        if node in loops and x[node] != EPS:
-            x[node] = x[node] + loops[node]
-    outs = [x[o] for o in g.outputs if x[o] != EPS]
-    return sympy.Max(*outs) if outs else sympy.S.Zero
+                      f"{model}, {batches}, n={n_val}", details)

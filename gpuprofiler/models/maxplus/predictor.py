@@ -8,17 +8,21 @@ from typing import Any, Sequence
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
-from gpuprofiler.models.maxplus.builder import build_spec
-from gpuprofiler.models.maxplus.models import MODELS, parameters, predict
+from gpuprofiler.models.maxplus.builder import build, build_spec, parameter_names
+from gpuprofiler.models.maxplus.models import DEFAULT_MODEL, MODELS, parameters, predict
+from gpuprofiler.models.programs import bind, predict_program
 from gpuprofiler.profile.hardware import view
+from gpuprofiler.workloads.apps import App
 from gpuprofiler.workloads.spec import KernelSpec
+from gpuprofiler.workloads.trace import TracedLaunch, trace_app
 
 
 class MaxPlusPredictor(Predictor):
-    """One kernel's time from its max-plus graph (the serial model with pipelined batches by default).
+    """One kernel's time from its max-plus graph (the overlap model by default).
 
-    Parameters: ``model`` (naive, ops, serial, cache), ``batches`` (sequential or pipelined; the model's
-    default when None), ``n`` (work-items at once; the profile's concurrency when None), ``line_bytes``
+    Parameters: ``model`` (naive, ops, serial, cache, overlap), ``batches`` (sequential or pipelined for the
+    paper's models; the model's default when None), ``n`` (work-items at once; the profile's concurrency, or
+    for overlap the occupancy, when None), ``line_bytes``
     (bytes a strided access fetches; 64 on a CPU, 32 on a GPU when None), ``backend`` (which source of the
     spec to read; the profile's API when None).
     """
@@ -26,7 +30,7 @@ class MaxPlusPredictor(Predictor):
     name = "maxplus"
     description = "max-plus model of the kernel's data graph, timed with the profile (Antonyuk & Mikheev)"
 
-    def __init__(self, model: str = "serial", batches: str | None = None, n: int | None = None,
+    def __init__(self, model: str = DEFAULT_MODEL, batches: str | None = None, n: int | None = None,
                  line_bytes: int | None = None, backend: str | None = None):
         self.model = model
         self.batches = batches
@@ -35,8 +39,8 @@ class MaxPlusPredictor(Predictor):
         self.backend = backend
 
     def applies_to(self, item: Any, profile: Any) -> Applicability:
-        if not isinstance(item, KernelSpec):
-            return refuse("it models one kernel: not applied to apps")
+        if not isinstance(item, (KernelSpec, App)):
+            return refuse(f"it models kernels and programs of kernels, not a {type(item).__name__}")
         if profile is None:
             return refuse("it needs a hardware profile (`gpuprofiler calibrate`)")
         if self.model not in MODELS:
@@ -53,11 +57,30 @@ class MaxPlusPredictor(Predictor):
         self.graphs_: dict[int, Any] = {}
         probe = (item.small or item.target or [16])[0]
         try:
-            self._build(probe)
+            if isinstance(item, App):  # every kernel the program launches must build
+                for launch in trace_app(item, probe, self.kind_):
+                    self._launch_kernel(launch)
+            else:
+                self._build(probe)
         except UserError as exc:
             raise NotApplicable(f"maxplus: {exc}") from None
         self.fitted_ = True
         return self
+
+    def _launch_kernel(self, launch: TracedLaunch):
+        """The graph of one traced launch of a program, its arguments bound to the kernel's parameters."""
+        k = launch.kernel
+        where = str(k.path or k.name)
+        bound = bind(parameter_names(k.source, k.name, where, k.defines), launch.args)
+        return build(k.source, k.name, bound.scalars, list(launch.local_size) if launch.local_size else None,
+                     where, k.defines, list(launch.global_size), {n: f for n, (f, _) in bound.contents.items()},
+                     bound.buffers)
+
+    def _predict_launch(self, launch: TracedLaunch) -> Prediction:
+        kernel = self._launch_kernel(launch)
+        params = parameters(self.profile_, kernel, self.n, self.line_bytes)
+        return predict(kernel, params, math.prod(launch.global_size), math.prod(launch.global_size), self.model,
+                       self.batches)
 
     def _build(self, size: int):
         """The spec instance and kernel graph at ``size`` (built once per size)."""
@@ -69,6 +92,9 @@ class MaxPlusPredictor(Predictor):
     def predict(self, sizes: Sequence[int]) -> list[Prediction]:
         self._fitted()
         out = []
+        if isinstance(self.spec_, App):
+            return [predict_program(self.spec_, int(size), self.kind_, self.name, self._predict_launch)
+                    for size in sizes]
         for size in sizes:
             inst, kernel = self._build(int(size))
             params = parameters(self.profile_, kernel, self.n, self.line_bytes)

@@ -3,15 +3,22 @@ on one SM of the profile's NVIDIA GPU (Zhang, Chen and Ming's static model and t
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
 from gpuprofiler.models.pipeline.occupancy import normalise_arch
 from gpuprofiler.models.pipeline.predict import DEFAULT_BUDGET, Options, predict
+from gpuprofiler.models.pipeline.ptx_parser import parse_ptx
+from gpuprofiler.models.pipeline.ptx_source import load_ptx
 from gpuprofiler.models.pipeline.specs import spec_launch
+from gpuprofiler.models.pipeline.values import Launch
+from gpuprofiler.models.programs import bind, predict_program
 from gpuprofiler.profile.hardware import view
+from gpuprofiler.workloads.apps import App
 from gpuprofiler.workloads.spec import KernelSpec
+from gpuprofiler.workloads.trace import TracedLaunch, trace_app
 
 
 class PipelinePredictor(Predictor):
@@ -37,8 +44,10 @@ class PipelinePredictor(Predictor):
         if not hw.is_nvidia_gpu:
             what = f"{hw.name} ({hw.backend}, {hw.kind})" if profile is not None else "no profile"
             return refuse(f"it models NVIDIA GPUs and the profile's device, {what}, is not one")
+        if isinstance(item, App):
+            return APPLIES  # each launch is checked when the program is traced
         if not isinstance(item, KernelSpec):
-            return refuse("it models one kernel launch: not applied to apps")
+            return refuse(f"it models kernel launches and programs of them, not a {type(item).__name__}")
         if "cuda" not in item.sources:
             return refuse("the spec has no CUDA source")
         if item.local_size is None:
@@ -52,15 +61,48 @@ class PipelinePredictor(Predictor):
         self.spec_ = item
         self.profile_ = profile
         self.arch_ = normalise_arch(self.arch or view(profile).arch)
+        probe = (item.small or item.target or [1024])[0]
         try:
-            spec_launch(item, (item.small or item.target or [1024])[0], self.arch_)
+            if isinstance(item, App):  # every kernel the program launches must compile
+                for launch in trace_app(item, probe, "cuda"):
+                    self._launch(launch)
+            else:
+                spec_launch(item, probe, self.arch_)
         except UserError as exc:
             raise NotApplicable(f"pipeline: {exc}") from None
         self.fitted_ = True
         return self
 
+    def _launch(self, traced: TracedLaunch) -> tuple:
+        """PTX module, entry and launch of one traced launch of a program (its CUDA source compiled by nvcc)."""
+        k = traced.kernel
+        if k.path is None:
+            raise UserError(f"kernel {k.name}: its source was not read from a file (ctx.source), so it cannot be "
+                            "compiled to PTX")
+        if traced.local_size is None:
+            raise UserError(f"kernel {k.name} is launched without a block size")
+        src = load_ptx(k.path, self.arch_, k.defines)
+        module = parse_ptx(src.text, f"{k.path} (PTX)")
+        entry = module.entry(k.name)
+        bound = bind(list(range(len(entry.params))), traced.args)
+        block = list(traced.local_size)
+        grid = [math.ceil(g / b) for g, b in zip(traced.global_size, block)]
+        launch = Launch(grid, block, dict(bound.scalars), buffers=bound.buffers, contents=bound.contents)
+        return module, entry, launch, src, float(bound.bytes)
+
+    def _predict_launch(self, traced: TracedLaunch) -> Prediction:
+        module, entry, launch, src, working_set = self._launch(traced)
+        r = predict(module, entry.name, launch, self.profile_,
+                    Options(arch=self.arch_, trips=dict(self.trips or {}), default_trip=self.default_trip,
+                            working_set=working_set, budget=self.budget, ptx_text=src.text))
+        lo, hi = r["interval_s"]
+        return Prediction(math.prod(traced.global_size), r["predicted_s"], lo, hi, self.name,
+                          f"PTX pipeline simulator, {r['arch']}", r)
+
     def predict(self, sizes: Sequence[int]) -> list[Prediction]:
         self._fitted()
+        if isinstance(self.spec_, App):
+            return [predict_program(self.spec_, int(size), "cuda", self.name, self._predict_launch) for size in sizes]
         out = []
         for size in sizes:
             sl = spec_launch(self.spec_, int(size), self.arch_)

@@ -4,6 +4,7 @@ import json
 import math
 import textwrap
 
+import numpy as np
 import pytest
 from conftest import POCL_PROFILE, run_cli
 
@@ -66,9 +67,52 @@ def test_fixed_loop_is_unrolled_from_the_launch_arguments():
     assert height(kernel.fragments[0]) > 2 * 32
 
 
-def test_data_dependent_loop_is_refused_naming_the_line():
+def test_data_dependent_loop_without_its_data_is_refused_naming_the_line():
+    spec = load_spec(resolve("spmv_csr"))
+    inst = spec.instantiate(4096)
+    source = spec.sources["opencl"].read_text()
     with pytest.raises(UserError, match=r"spmv_csr.cl:\d+: the loop's trip count depends on data"):
-        built("spmv_csr")
+        build(source, "spmv_csr", inst.scalars, inst.local_size, "spmv_csr.cl", global_size=inst.global_size)
+
+
+@pytest.mark.parametrize("backend", ["opencl", "cuda"])
+def test_data_dependent_loop_follows_the_specs_inputs(backend):
+    """spmv_csr's row loop runs rowptr[row+1] - rowptr[row] = k times: counted from the spec's range input."""
+    kernel, inst = built("spmv_csr", 4096, backend)
+    k = int(inst.names["k"])
+    reads = accesses(kernel, "read")
+    assert sum(a.info["array"] == "vals" for a in reads) == k
+    assert sum(a.info["array"] == "x" for a in reads) == k
+    assert any(f"{k} passes on average" in note for note in kernel.notes)
+    # a lane walks its own row: each request touches one sector per lane, the group's L1 keeps the rest
+    vals = [a for a in reads if a.info["array"] == "vals"]
+    assert all(a.info["sectors"] == 32 for a in vals)
+    assert kernel.l1_miss["vals"] == pytest.approx(1 / k)
+
+
+def test_counted_loop_trip_counts_are_exact():
+    from gpuprofiler.models.maxplus.builder import _trips
+
+    start, bound = np.array([0, 5, 3, 10]), np.array([8, 5, 4, 2])
+    assert _trips(start, bound, "<", 1).tolist() == [8, 0, 1, 0]
+    assert _trips(start, bound, "<=", 2).tolist() == [5, 1, 1, 0]
+    assert _trips(bound, start, ">", -3).tolist() == [3, 0, 1, 0]
+    assert _trips(start, bound, "<", -1) is None  # never ends where start < bound
+
+
+def test_varying_row_lengths_unroll_the_mean():
+    src = """
+    __kernel void rows(int n, __global const int *len, __global const float *x, __global float *y) {
+        int i = get_global_id(0);
+        float acc = 0.0f;
+        for (int p = 0; p < len[i]; p++)
+            acc += x[p];
+        y[i] = acc;
+    }"""
+    lengths = lambda idx: (np.asarray(idx) % 4) * 2  # noqa: E731 - 0, 2, 4, 6: mean 3
+    kernel = build(src, "rows", {"n": 4096}, [64], "rows.cl", global_size=[4096], contents={"len": lengths})
+    assert sum(a.info["array"] == "x" for a in accesses(kernel, "read")) == 3
+    assert any("3 passes on average" in note and "min 0, max 6" in note for note in kernel.notes)
 
 
 def test_gather_through_an_index_array():
@@ -96,10 +140,12 @@ def test_serial_model_numbers_follow_the_formula():
     v = p.values
     dt, dT = 4 * v["dt_per_byte"], 4 * v["dT_per_byte"]
     batch = v["T"] + 3 * dT + v["tau"] + v["t"] + 7 * dt
-    assert r.seconds == pytest.approx(math.ceil((1 << 20) / 4) * batch, rel=1e-12)
+    assert r.details["work_s"] == pytest.approx(math.ceil((1 << 20) / 4) * batch, rel=1e-12)
+    d = r.details  # the launch: fixed overhead, then dispatch overlapping the work
+    assert r.seconds == pytest.approx(d["launch_fixed_s"] + max(d["dispatch_s"], d["work_s"]), rel=1e-12)
     piped = predict(kernel, p, math.prod(inst.global_size), inst.size, "serial")
     per = max(4 * (2 * dt + dT), 4 * v["theta"])
-    assert piped.seconds == pytest.approx(((1 << 20) // 4 - 1) * per + batch, rel=1e-12)
+    assert piped.details["work_s"] == pytest.approx(((1 << 20) // 4 - 1) * per + batch, rel=1e-12)
 
 
 def test_interval_is_the_model_at_the_ends_of_the_profiles_intervals():
@@ -110,12 +156,14 @@ def test_interval_is_the_model_at_the_ends_of_the_profiles_intervals():
     bw = load_profile(PROFILE).entry("bandwidth.read_Bps")["interval"]
     assert (lo, hi) == pytest.approx((1 / bw[1], 1 / bw[0]), rel=1e-12)  # a bandwidth's interval inverted
     r = predict(kernel, p, math.prod(inst.global_size), inst.size, "serial")
-    ends = [predict(kernel, p.at(e), math.prod(inst.global_size), inst.size, "serial").seconds
+    ends = [predict(kernel, p.at(e), math.prod(inst.global_size), inst.size, "serial").details["work_s"]
             for e in ("low", "high")]
-    assert r.low == pytest.approx(min(ends)) and r.high == pytest.approx(max(ends)) and r.low < r.seconds < r.high
-    bare = type(p)(p.values, p.n, p.sources)  # no intervals: the interval is the prediction itself
+    lo_w, hi_w = r.details["work_interval_s"]
+    assert lo_w == pytest.approx(min(ends)) and hi_w == pytest.approx(max(ends)) and lo_w < r.details["work_s"] < hi_w
+    assert r.low < r.seconds < r.high  # with the launch figures' own intervals around them
+    bare = type(p)(p.values, p.n, p.sources, hw=p.hw)  # no intervals: the work's interval is the work itself
     b = predict(kernel, bare, math.prod(inst.global_size), inst.size, "serial")
-    assert b.low == b.seconds == b.high
+    assert b.details["work_interval_s"] == [b.details["work_s"]] * 2
 
 
 def write_user_kernel(tmp_path):
@@ -178,7 +226,7 @@ def test_cli_explain_reproduces_z3():
                 "--batches", "sequential", "--explain")
     assert r.returncode == 0, r.stderr
     assert "<1_o, Z^3 (.) 1_i> = T + tau + t + (2n-1)*dt + (n-1)*dT" in r.stdout
-    assert "time: ceil(N/n)*(T + tau + t + (2n-1)*dt + (n-1)*dT)" in r.stdout
+    assert "time: launch + ceil(N/n)*(T + tau + t + (2n-1)*dt + (n-1)*dT)" in r.stdout
     row2 = next(line for line in r.stdout.splitlines() if line.strip().startswith("2 ")).split()
     assert row2[1] == "." and "tau" in row2
 
@@ -191,8 +239,26 @@ def test_cli_table1_examples(example, expected):
 
 
 def test_cli_refuses_bad_input_cleanly(tmp_path):
-    r = run_cli("maxplus", "spmv_csr", "--profile", PROFILE, "--size", 1 << 20)
-    assert r.returncode == 2 and "depends on data" in r.stderr and "Traceback" not in r.stderr
+    (tmp_path / "drain.cl").write_text(
+        "__kernel void drain(__global float *a) {\n  int i = get_global_id(0);\n  while (a[i] > 0) a[i] -= 1;\n}\n")
+    (tmp_path / "drain.toml").write_text(textwrap.dedent("""
+        name = "drain"
+        kernel = "drain"
+        size = "n"
+        [source]
+        opencl = "drain.cl"
+        [[args]]
+        name = "a"
+        dtype = "float32"
+        shape = "n"
+        init = "random"
+        output = true
+        [launch]
+        global = ["n"]
+        """))
+    r = run_cli("maxplus", tmp_path / "drain.toml", "--profile", PROFILE, "--size", 1024)
+    assert r.returncode == 2 and "drain.cl:3" in r.stderr and "depends on data" in r.stderr
+    assert "Traceback" not in r.stderr
     r = run_cli("maxplus", "vadd", "--profile", PROFILE, "--size", 1024, "--model", "magic")
     assert r.returncode == 2 and "unknown --model" in r.stderr
     r = run_cli("maxplus", "vadd", "--profile", tmp_path / "none.json", "--size", 1024)

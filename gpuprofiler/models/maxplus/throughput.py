@@ -1,0 +1,179 @@
+"""What bounds a launch besides one work-item's critical path: the device-wide throughputs the overlap model
+puts beside its batches of resident work-items.
+
+From the built graph (each access's request figures, :mod:`~gpuprofiler.models.maxplus.requests`) and the
+hardware profile, for the whole launch:
+
+* **DRAM**: each array's bytes once (its footprint, where the spec gives it), plus the re-reads a too-small
+  last-level cache loses; gathered arrays whose re-reads spread at random hit with an LRU cache's probability
+  and miss as scattered sectors; stores whose requests spread over many sectors are written back sector by
+  sector. Time from the profile's bandwidth for this read/write mix and access width, and its scattered
+  read/write steps (:mod:`gpuprofiler.models.costs`, shared with the PTX pipeline model).
+* **last-level cache**: the sectors that miss the work-groups' L1, at the profile's cache bandwidth.
+* **L1 / shared-memory data path** (GPUs): one request takes as many cycles as the 128-byte lines it touches
+  (at least its sectors over 4), a shared-memory request as many as its bank-conflict passes; each SM serves one
+  per cycle.
+* **issue**: every operation of every work-item at the profile's device-wide throughput.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from gpuprofiler.models.costs import (
+    cache_bandwidth,
+    cache_capacity,
+    dram_bandwidth,
+    random_hit_rate,
+    refetched,
+    scattered,
+)
+from gpuprofiler.models.maxplus.graph import Kernel
+from gpuprofiler.models.maxplus.requests import SECTOR, WARP
+from gpuprofiler.profile.hardware import HardwareView
+
+L1_SECTORS_PER_CYCLE = 4.0  # the L1 data path moves 128 bytes per cycle per SM (Volta and later)
+
+
+@dataclass
+class Resources:
+    """Seconds each device-wide resource needs for the launch, and the traffic behind them."""
+
+    dram_s: float = 0.0
+    cache_s: float = 0.0
+    lsu_s: float = 0.0
+    ops_s: float = 0.0
+    traffic: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def bounds(self) -> dict[str, float]:
+        return {"dram": self.dram_s, "cache": self.cache_s, "lsu": self.lsu_s, "issue": self.ops_s}
+
+
+def launch_shape(kernel: Kernel, work_items: int) -> tuple[int, int]:
+    """(work-groups, warps) of the launch."""
+    group = max(1, math.prod(kernel.local_size))
+    if kernel.global_size:
+        groups = math.prod(-(-g // lsz) for g, lsz in zip(kernel.global_size, kernel.local_size))
+    else:
+        groups = -(-work_items // group)
+    return groups, groups * -(-group // WARP)
+
+
+def _rate(fig, end: str | None) -> float:
+    """A rate (bytes/s, Hz) at the end of its interval that makes times ``end`` (low: the fastest)."""
+    return fig.value if end is None else fig.bounds()[1 if end == "low" else 0]
+
+
+def _step(fig, end: str | None) -> float:
+    """A time figure at the ``end`` of its interval."""
+    return fig.value if end is None else fig.bounds()[0 if end == "low" else 1]
+
+
+def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: float,
+              end: str | None = None) -> Resources:
+    """The launch's DRAM, cache, L1 and issue times; ``op_seconds`` is one work-item's operations' issue time
+    (sum of 1 / device-wide throughput); ``end`` (low, high) takes every measured figure at that end of its
+    interval."""
+    out = Resources(ops_s=work_items * op_seconds)
+    _, warps = launch_shape(kernel, work_items)
+    arcs = [a for g in kernel.fragments for a in g.arcs]
+    capacity = cache_capacity(hw)
+    cap = capacity.value if capacity.ok else None
+    reads: dict[str, float] = {}
+    writes: dict[str, float] = {}
+    gathered: set[str] = set()
+    spread_stores: set[str] = set()
+    width_num = width_den = 0.0
+    lsu_cycles = 0.0
+    for a in arcs:
+        info = a.info
+        if a.kind in ("read", "write"):
+            requests = warps * info.get("warps", 1.0)
+            sectors = requests * info.get("sectors", WARP)
+            lines = info.get("lines", WARP)
+            lsu_cycles += requests * max(1.0, lines, info.get("sectors", WARP) / L1_SECTORS_PER_CYCLE)
+            name = info.get("array", "?")
+            elem = info.get("elem_bytes", 4)
+            if a.kind == "read":
+                reads[name] = reads.get(name, 0.0) + sectors * SECTOR
+                if info.get("pattern") == "gather":
+                    gathered.add(name)
+            else:
+                writes[name] = writes.get(name, 0.0) + sectors * SECTOR
+                lanes = min(WARP, max(1, math.prod(kernel.local_size)))
+                if info.get("sectors", 0.0) * SECTOR > 2 * lanes * elem:
+                    spread_stores.add(name)
+            width_num += elem * sectors
+            width_den += sectors
+        elif a.kind in ("local_read", "local_write"):
+            lsu_cycles += warps * info.get("warps", 1.0) * info.get("wavefronts", 1.0)
+    cached_total = sum(reads[n] * kernel.l1_miss.get(n, 1.0) for n in reads)
+    dram_read = dram_write = scattered_reads = scattered_writes = 0.0
+    for name, requested in reads.items():
+        cached = requested * kernel.l1_miss.get(name, 1.0)
+        footprint = kernel.buffers.get(name)
+        if footprint and name in gathered and cached > footprint:
+            own = cached / SECTOR
+            other = max(cached_total / SECTOR - own, 0.0) / own
+            hit = random_hit_rate(footprint / SECTOR, cap / SECTOR if cap else None, other)
+            scattered_reads += (own - footprint / SECTOR) * (1.0 - hit)
+            dram_read += footprint
+        else:
+            dram_read += refetched(cached, footprint, cap) if footprint else cached
+    for name, written in writes.items():
+        footprint = kernel.buffers.get(name)
+        dram_w = min(written, footprint) if footprint else written
+        if name in spread_stores:
+            scattered_writes += dram_w / SECTOR
+        else:
+            dram_write += dram_w
+    width = width_num / width_den if width_den else 4.0
+    bw = dram_bandwidth(hw, dram_read, dram_write, width)
+    if bw.ok:
+        out.dram_s = (dram_read + dram_write) / _rate(bw, end)
+        out.sources["dram"] = bw.source
+    else:
+        out.sources["dram"] = bw.source + ": no DRAM bound"
+    if scattered_reads or scattered_writes:
+        step_r = scattered(hw, bw.value or 1e12)
+        step_w = scattered(hw, bw.value or 1e12, write=True)
+        out.dram_s += scattered_reads * _step(step_r, end) + scattered_writes * _step(step_w, end)
+        out.sources["scattered"] = f"{step_r.source}; {step_w.source}"
+    cache = cache_bandwidth(hw)
+    if cache.ok:
+        out.cache_s = (cached_total + sum(writes.values())) / _rate(cache, end)
+        out.sources["cache"] = cache.source
+    sms, clock = hw.compute_units, hw.clock_hz
+    if hw.kind == "gpu" and sms.ok and clock.ok:
+        out.lsu_s = lsu_cycles / (sms.value * _rate(clock, end))
+        out.sources["lsu"] = (f"one L1 / shared-memory request per cycle per SM: lines (at least sectors / "
+                              f"{L1_SECTORS_PER_CYCLE:g}) or bank passes, over {sms.source} x {clock.source}")
+    out.traffic = {"dram_read_bytes": dram_read, "dram_write_bytes": dram_write,
+                   "dram_scattered_sectors": scattered_reads, "dram_scattered_write_sectors": scattered_writes,
+                   "cache_bytes": cached_total + sum(writes.values()), "l1_request_cycles": lsu_cycles,
+                   "access_width_bytes": width}
+    return out
+
+
+def resident_work_items(kernel: Kernel, hw: HardwareView) -> tuple[int, str]:
+    """Work-items resident at once (occupancy): per SM, as many whole work-groups as its threads and shared
+    memory allow, times the SMs (GPUs); one work-group per compute unit elsewhere (a CPU runs a group's
+    work-items as a loop on one core)."""
+    group = max(1, math.prod(kernel.local_size))
+    units = hw.compute_units
+    cus = int(units.value) if units.ok else 1
+    per_sm = hw.device_extra("max_threads_per_sm")
+    cap = hw.figure("concurrency.resident_capacity")
+    if hw.kind == "gpu" and (per_sm or cap.ok):
+        threads = int(per_sm) if per_sm else int(cap.value) // max(cus, 1)
+        blocks = max(1, threads // group)
+        why = [f"{threads} threads per SM"]
+        smem = hw.device_extra("shared_memory_per_sm")
+        if kernel.local_bytes and smem:
+            by_smem = int(smem // kernel.local_bytes)
+            if by_smem < blocks:
+                blocks, why = max(1, by_smem), why + [f"{kernel.local_bytes} B of shared memory per group"]
+        return blocks * group * cus, (f"{blocks} work-groups of {group} per SM ({', '.join(why)}) x {cus} SMs")
+    return group * cus, f"one work-group of {group} per compute unit x {cus} ({units.source})"
