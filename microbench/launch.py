@@ -1,13 +1,20 @@
 """Launch overhead of an empty kernel, with each metric named.
 
 * ``event_s``: the device event duration of an empty kernel (1 work-item);
-* ``round_trip_s``: host time of enqueue + finish of one empty kernel;
-* ``back_to_back_s``: host time per launch of many launches enqueued in a row, one finish at the end;
+* ``round_trip_s``: host time of launch + finish of one empty kernel, from a tight loop of many such pairs
+  (arguments marshalled once, outside the timing engine: no hold kernel, no timing events) over their number;
+* ``back_to_back_s``: device time per launch of many empty launches queued back to back, measured between
+  two device timestamps (CUDA events around them; OpenCL profiling START of the first to END of the last),
+  all queued before the device reaches the first, so it is the device's launch-to-launch time;
 * ``queue_to_start_s``: profiling start minus queued time (OpenCL; clpeak's "kernel launch latency");
 * ``fixed_s`` / ``per_thread_s``: the fit l = a*nt + b of the event duration over total thread counts
   nt from 1 to 2^24 and several work-group sizes (the PTX pipeline paper's l = 3.824e-6*nt + 2.882 us);
 * ``per_block_s``: the slope of the same event durations over the work-groups launched, what dispatch
   really depends on (models charge it as the floor under a launch's work, not on top of it).
+
+Profiles written before method version 2 (:data:`gpuprofiler.profile.file.CHANGED_METHODS`) timed
+``round_trip_s`` and ``back_to_back_s`` on the host around the package's timed launch (events, argument
+packing in Python and, on CUDA, the hold kernel): they measured Python, not launches.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuprofiler.errors import DeviceError
 from gpuprofiler.measure.engine import Engine, time_launch
 from gpuprofiler.measure.policy import bench, fixed
 from gpuprofiler.measure.stats import summarize
@@ -30,7 +38,6 @@ EMPTY = "KERNEL void empty(int n) { }\n"
 def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dict[str, Any]:
     kernel = build(backend, EMPTY, "empty")
     arg = [np.int32(0)]
-    b2b: list[float] = []
     policy = bench(quick, 0.4, 0.1, warmup=2)
     maxwg = backend.info.max_work_group_size
     groups = sorted({min(w, maxwg) for w in ((256,) if quick else (64, 256, 1024))})
@@ -44,7 +51,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
             timing = time_launch(backend, kernel, (nt,), (local,), arg, policy)
             s = timing.device
             points.append({"threads": -(-nt // local) * local, "local": local, "event_s": s.median,
-                           "ci": [s.ci_low, s.ci_high], "round_trip_s": timing.host.median, "samples": s.n})
+                           "ci": [s.ci_low, s.ci_high], "engine_host_s": timing.host.median, "samples": s.n})
     fit = linear_fit([p["threads"] for p in points], [p["event_s"] for p in points])
     method = "OLS of empty-kernel event time over total threads (1..2^24) and work-group sizes " + str(groups)
     out: dict[str, Any] = {
@@ -60,53 +67,86 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
     out["per_block_s"] = (entry(blocks.slope, "s/work-group", block_method, blocks.slope_ci, r2=blocks.r2,
                                 n=blocks.n) if blocks.slope > 0 else
                           failed("s/work-group", block_method, f"slope {blocks.slope:.3g} is not positive"))
-    # five blocks, interleaved with the back-to-back rounds: the interval covers drift between blocks too
-    blocks = []
-    q2s: list[list[float]] = []
+    # five blocks, each with every per-launch figure: the interval covers drift between blocks too
+    events, spans, trips, q2s = [], [], [], []
+    span_error = None
     for _ in range(5):
-        blocks.append(time_launch(backend, kernel, (1,), (1,), arg, bench(quick, 0.1, 0.05, warmup=2, min_samples=20)))
-        back_to_back(backend, kernel, arg, 50, rounds=1, keep=b2b)
+        events.append(time_launch(backend, kernel, (1,), (1,), arg, bench(quick, 0.1, 0.05, warmup=2, min_samples=20)))
+        trips.append(round_trip_samples(backend, kernel, arg, TRIP_LAUNCHES[quick], ROUNDS[quick]))
+        if span_error is None:
+            try:
+                spans.append(back_to_back_samples(backend, kernel, arg, SPAN_LAUNCHES[quick], ROUNDS[quick]))
+            except (NotImplementedError, DeviceError) as exc:
+                span_error = str(exc)
         if backend.kind == "opencl":
             q2s.append(queue_to_start_samples(backend, kernel, arg, 10 if quick else 40))
-    for name, pick, what in (("event_s", lambda t: t.device, "device event duration of an empty 1-work-item kernel"),
-                             ("round_trip_s", lambda t: t.host, "host enqueue + finish of one empty kernel")):
-        meds = [pick(t).median for t in blocks]
-        lo = min(pick(t).ci_low for t in blocks)
-        hi = max(pick(t).ci_high for t in blocks)
-        out[name] = entry(float(np.median(meds)), "s", f"{what}: median of 5 block medians; interval spans every "
-                          "block's 95% interval", (lo, hi), n=sum(pick(t).n for t in blocks))
-    out["back_to_back_s"] = back_to_back(backend, kernel, arg, 200 if quick else 1000, keep=b2b)
+    out["event_s"] = _blocks([t.device_s for t in events], "device event duration of an empty 1-work-item kernel")
+    out["round_trip_s"] = _blocks(
+        trips, f"host perf_counter around a loop of {TRIP_LAUNCHES[quick]} (launch + finish) pairs of one empty "
+        "1-work-item kernel, arguments marshalled once before the loop, outside the timing engine (no hold "
+        "kernel, no timing events of the package); loop time "
+        f"/ {TRIP_LAUNCHES[quick]}, {ROUNDS[quick]} rounds per block", per_round=True, method_version=2)
+    span_method = (f"{SPAN_METHOD.get(backend.kind, 'device timestamps around the launches')}; "
+                   f"{SPAN_LAUNCHES[quick]} empty 1-work-item launches (arguments marshalled once) queued before the "
+                   f"device reaches the first; span / {SPAN_LAUNCHES[quick]}, {ROUNDS[quick]} rounds per block")
+    out["back_to_back_s"] = (failed("s", span_method, span_error, method_version=2) if span_error is not None
+                             else _blocks(spans, span_method, per_round=True, method_version=2))
     if q2s:
-        meds = [summarize(b) for b in q2s]
-        out["queue_to_start_s"] = entry(
-            float(np.median([m.median for m in meds])), "s",
-            "OpenCL profiling START - QUEUED of single empty launches, each finished (clpeak's definition); median "
-            "of 5 block medians, interval spans every block's 95% interval",
-            (min(m.ci_low for m in meds), max(m.ci_high for m in meds)), n=sum(m.n for m in meds))
+        out["queue_to_start_s"] = _blocks(q2s, "OpenCL profiling START - QUEUED of single empty launches, each "
+                                          "finished (clpeak's definition)")
     return out
 
 
-def back_to_back(backend: Any, kernel: Any, arg: list, launches: int, rounds: int = 5,
-                 keep: list | None = None) -> dict[str, Any]:
-    """Host seconds per launch with ``launches`` enqueued back to back in one queue, one finish.
+SPAN_METHOD = {
+    "cuda": "CUDA events recorded before the first and after the last launch, the launches queued behind the hold "
+            "kernel (the GPU never waits for the host in between)",
+    "opencl": "OpenCL profiling START of the first launch to END of the last, the first held by a user event until "
+              "every launch is queued",
+}
+TRIP_LAUNCHES = {False: 200, True: 50}   # launch + finish pairs per round-trip round (full, quick)
+SPAN_LAUNCHES = {False: 500, True: 100}  # launches per back-to-back span
+ROUNDS = {False: 4, True: 2}             # rounds per block (after one warm-up round)
 
-    Rounds are added to ``keep`` (rounds run earlier count too); the figure is the median round. A host
-    figure of many launches, not one launch's time: the engine samples whole rounds.
+
+def _blocks(blocks: list[list[float]], what: str, per_round: bool = False, **extra: Any) -> dict[str, Any]:
+    """Median of the blocks' medians; the interval spans every block's 95% interval, or (``per_round``: blocks
+    of a few rounds each) the lowest to the highest round."""
+    sums = [summarize(b) for b in blocks]
+    value = float(np.median([s.median for s in sums]))
+    if per_round:
+        flat = [x for b in blocks for x in b]
+        return entry(value, "s", f"{what}: median of {len(sums)} block medians; interval: lowest to highest round",
+                     (min(flat), max(flat)), n=len(flat), **extra)
+    return entry(value, "s", f"{what}: median of {len(sums)} block medians; interval spans every block's 95% "
+                 "interval", (min(s.ci_low for s in sums), max(s.ci_high for s in sums)), n=sum(s.n for s in sums),
+                 **extra)
+
+
+def round_trip_samples(backend: Any, kernel: Any, arg: list, launches: int, rounds: int) -> list[float]:
+    """Host seconds per (launch + finish) of ``launches`` pairs in one timed loop, one value per round.
+
+    The launch is prepared first (:meth:`Backend.prepare_launch`), so a sample holds the API's launch and
+    wait, not the package's per-launch Python (events, argument packing, the CUDA hold kernel).
     """
-    per = keep if keep is not None else []
+    go = backend.prepare_launch(kernel, (1,), (1,), arg)
+    finish = backend.finish
 
     def one_round() -> float:
-        backend.finish()
+        finish()
         t0 = time.perf_counter()
         for _ in range(launches):
-            backend.launch(kernel, (1,), (1,), arg)
-        backend.finish()
+            go()
+            finish()
         return (time.perf_counter() - t0) / launches
 
-    per.extend(Engine(fixed(rounds)).sample(one_round).device_s)
-    s = summarize(per)
-    return entry(s.median, "s", f"empty launches in one queue, then finish; wall time / launches "
-                 f"(median of {s.n} rounds)", (s.minimum, s.maximum), n=s.n)
+    return Engine(fixed(rounds, warmup=1)).sample(one_round).device_s
+
+
+def back_to_back_samples(backend: Any, kernel: Any, arg: list, launches: int, rounds: int) -> list[float]:
+    """Device seconds per launch of ``launches`` launches queued back to back
+    (:meth:`Backend.launch_span` / launches), one value per round."""
+    return Engine(fixed(rounds, warmup=1)).sample(
+        lambda: backend.launch_span(kernel, (1,), (1,), arg, launches) / launches).device_s
 
 
 def queue_to_start_samples(backend: Any, kernel: Any, arg: list, launches: int) -> list[float]:

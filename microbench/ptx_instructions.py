@@ -24,6 +24,13 @@ Why the chains look the way they do (checked against ``nvdisasm`` output for sm_
   too, so the shuffle chain rotates the warp (lane i reads lane i+1).
 * The chain value starts from ``init + threadIdx.x * zero`` (``zero`` = 0 at run time) so that
   ptxas cannot move the chain onto the uniform datapath (UIADD3, USHF), which has other latencies.
+* Integer add and subtract chains are ``x = b - x``: ptxas (CUDA 13.0, sm_90) compiles ``x = x + b`` links
+  to IADD3 (ALU pipe) and VIADD (FMA pipe) in turn, whatever the guards, and a chain that alternates pipes
+  is slower per link than either (5.0 cycles on an H100, method version 1). A negated chain input is
+  encodable only by IADD3, so each link is exactly one IADD3 -- the instruction that adds.
+* Global-load chains walk the ring once before the clock starts: a cold L1 costs one L2 trip per 32-byte
+  sector (256 for the 8 KiB ring, ~66k cycles on an H100), as much as the whole k chain of L1 hits, and
+  broke the k / 2k ratio check of ``ld.global.ca`` (method version 1).
 * ptxas ``-O0`` is no way out: it emits a 15-cycle stall after every instruction.
 * The ``.approx`` opcodes without ``.ftz`` include the denormal fix-ups ptxas emits around the MUFU
   instruction (a compare and predicated multiplies); the ``.ftz`` forms are the MUFU alone.
@@ -46,7 +53,7 @@ import numpy as np
 
 from gpuprofiler.measure.engine import Engine
 from gpuprofiler.measure.policy import fixed
-from gpuprofiler.profile.file import entry, failed
+from gpuprofiler.profile.file import entry, failed, method_version_of
 
 Progress = Callable[[str], None] | None
 
@@ -88,10 +95,22 @@ class OpSpec:
     lat_threads: int = 1            # threads of the latency kernel (a full warp for shfl)
     note: str = ""                  # what the chain measures beyond the bare opcode
     sass: str = ""                  # regex of the SASS instruction each instance must leave (checked in tests)
+    ptx: str = ""                   # the PTX opcode of the chain where it is not ``name`` itself (see note)
+    single_sass: bool = False       # every link must be the one SASS instruction ``sass`` (checked in tests)
+
+    @property
+    def opcode(self) -> str:
+        """The PTX opcode the chain is written with (``name`` unless ``ptx`` says otherwise)."""
+        return self.ptx or self.name
 
     @property
     def ident(self) -> str:
         return re.sub(r"[^A-Za-z0-9]+", "_", self.name)
+
+
+SPLIT_ADD_NOTE = ("x = b - x: every link is one IADD3 (a negated chain input, which only IADD3 encodes); ptxas "
+                  "compiles x = x + b links to IADD3 on the ALU pipe and VIADD on the FMA pipe in turn, a mixed chain "
+                  "slower per link than either instruction")
 
 
 def _ops() -> dict[str, OpSpec]:
@@ -110,10 +129,15 @@ def _ops() -> dict[str, OpSpec]:
                    sass=r"MUFU\.RCP64H" if t == "f64" else r"MUFU\.RCP\b",
                    note="x = b / x: the divisor is the chain value, so the whole reciprocal + Newton "
                         "sequence ptxas emits is in the chain (fast path; b = x = 1)"))
-    # integers: guarded so that ptxas cannot fold (x+b+b -> IADD3) or reassociate the chain
+    # integers: guarded so that ptxas cannot fold (x+b+b -> IADD3) or reassociate the chain. Add and subtract
+    # chains are x = b - x: ptxas splits x = x + b (or x - b) links between IADD3 on the ALU pipe and VIADD on
+    # the FMA pipe, and the mixed chain is slower per link than either (5.0 cycles on an H100); a negated chain
+    # input only IADD3 can encode, so every link is the one IADD3 that also adds (see SPLIT_ADD_NOTE)
     for t, ct in (("s32", "int"), ("u32", "unsigned")):
-        add(OpSpec(f"add.{t}", ct, f"add.{t} {{x}}, {{x}}, {{b}};", 1, 0, guard=True, sass=r"\b(IADD3|VIADD)\b"))
-        add(OpSpec(f"sub.{t}", ct, f"sub.{t} {{x}}, {{x}}, {{b}};", 1, 0, guard=True, sass=r"\b(IADD3|VIADD)\b"))
+        add(OpSpec(f"add.{t}", ct, f"sub.{t} {{x}}, {{b}}, {{x}};", 1, 0, guard=True, sass=r"\bIADD3\b",
+                   ptx=f"sub.{t}", single_sass=True, note=SPLIT_ADD_NOTE))
+        add(OpSpec(f"sub.{t}", ct, f"sub.{t} {{x}}, {{b}}, {{x}};", 1, 0, guard=True, sass=r"\bIADD3\b",
+                   single_sass=True, note=SPLIT_ADD_NOTE))
         add(OpSpec(f"mul.lo.{t}", ct, f"mul.lo.{t} {{x}}, {{x}}, {{b}};", 1, 1, guard=True, sass=r"\bIMAD\s"))
         add(OpSpec(f"mad.lo.{t}", ct, f"mad.lo.{t} {{x}}, {{x}}, {{b}}, {{c}};", 1, 1, 0, guard=True,
                    sass=r"\bIMAD\s"))
@@ -153,7 +177,8 @@ def _ops() -> dict[str, OpSpec]:
         add(OpSpec(f"ld.global.{cop}.u64", "u64", f"ld.global.{cop}.u64 {{x}}, [{{x}}];", kind="global",
                    unroll=8, sass=r"\bLDG\b",
                    note=f"pointer chase through a ring of {GLOBAL_WORDS} 64-bit pointers (8 KiB, cache-resident) "
-                        "in global memory (x = *x)"))
+                        "in global memory (x = *x), walked once with the same load before the clock starts (a "
+                        "cold L1 costs one L2 trip per 32-byte sector: constant, and as large as the k chain)"))
     add(OpSpec("atom.global.add.u32", "unsigned", "atom.global.add.u32 {x}, [{a}], {x};", 0, kind="atom",
                unroll=8, chains=4, sass=r"\bATOMG\b",
                note="x = atomicAdd(a, x): the returned old value is the next operand; one address per chain"))
@@ -241,6 +266,19 @@ def _prologue(spec: OpSpec, chains: int) -> str:
     return "\n  ".join(lines)
 
 
+def _warm(spec: OpSpec, unroll: int, chains: int) -> str:
+    """Global loads: one lap of the ring with the chain's own loads before the clock starts, so that the
+    timed chains find it in cache (each chain ends where it began: the lap is GLOBAL_WORDS links)."""
+    if spec.kind != "global":
+        return ""
+    return f"""
+  // warm-up: one lap of the ring ({GLOBAL_WORDS} links), untimed
+#pragma unroll 1
+  for (int w = 0; w < {GLOBAL_WORDS // unroll}; ++w) {{
+    {_asm(spec, unroll, chains)}
+  }}"""
+
+
 def _kernel(spec: OpSpec, prefix: str, unroll: int, chains: int) -> str:
     ctype, _, _ = CTYPE[spec.ctype]
     name = f"{prefix}_{spec.ident}_u{unroll}"
@@ -249,7 +287,7 @@ def _kernel(spec: OpSpec, prefix: str, unroll: int, chains: int) -> str:
 extern "C" __global__ void {name}(long long *out, u64 *mem, {ctype} init, {ctype} b, {ctype} c,
     int one, int zero, int iters, {ctype} sentinel)
 {{
-  {_prologue(spec, chains)}
+  {_prologue(spec, chains)}{_warm(spec, unroll, chains)}
   long long t0 = clock64();
 #pragma unroll 1
   for (int i = 0; i < iters; ++i) {{
@@ -503,7 +541,8 @@ def _measure_clock(runner: _Runner) -> dict[str, Any]:
 
 
 def _method(spec: OpSpec, iters: int, unroll: int, runner: _Runner) -> str:
-    text = (f"dependent chain of {unroll} and {2 * unroll} inline-PTX '{spec.name}' per loop iteration x {iters} "
+    written = f"'{spec.opcode}'" + ("" if spec.opcode == spec.name else f" (for '{spec.name}')")
+    text = (f"dependent chain of {unroll} and {2 * unroll} inline-PTX {written} per loop iteration x {iters} "
             f"iterations, {spec.lat_threads} thread(s), %clock64 around the loop; latency = (c(2k) - c(k)) / "
             f"(iters * k); throughput: {runner.tp_blocks} blocks x {TP_BLOCK} threads x {spec.chains} independent "
             "chains, (ops(2k) - ops(k)) / (t(2k) - t(k)) of CUDA event times")
@@ -564,6 +603,7 @@ def _measure_op(runner: _Runner, spec: OpSpec, clock_hz: float | None) -> dict[s
                 "throughput_s_k": times[k], "throughput_s_2k": times[2 * k], "throughput_iters": tp_iters},
     }
     result["status"] = "ok" if lat_cycles["status"] == "ok" else "failed"
+    result["method_version"] = method_version_of(f"instructions.{spec.name}")
     return result
 
 

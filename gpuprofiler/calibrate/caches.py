@@ -3,6 +3,8 @@
 A plateau is a run of working sets whose latency rises by less than 20% from one size
 to the next and by less than 40% over the whole run; transitions between plateaus are
 the knees. Each plateau but the last is a cache level; past the last one is memory.
+Levels are named by :func:`level_names`: L1, L2, L3 on a CPU; on a GPU, which has no L3,
+the plateau after L2 is "L2 far" (the far partition of a partitioned L2, as on the H100).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpuprofiler.errors import UserError
 from gpuprofiler.profile.file import entry, failed
 
 
@@ -100,13 +103,32 @@ def detect_levels(sizes, latencies, step_ratio: float = 1.2, span_ratio: float =
     return levels
 
 
-def cache_figures(latency: dict, clock_hz: float | None) -> tuple[list[dict], dict]:
+DEVICE_TYPES = ("gpu", "cpu", "accelerator", "other")
+GPU_NAMES = ("L1", "L2", "L2 far")
+
+
+def level_names(count: int, device_type: str) -> list[str]:
+    """Names of ``count`` cache levels, smallest first: L1, L2, L3, ... except on a GPU, where the plateau
+    after L2 is "L2 far" (GPUs have no L3; the H100's second L2 plateau is its far L2 partition) and any
+    further one is only numbered ("level 4")."""
+    kind = str(device_type).strip().lower()
+    if kind not in DEVICE_TYPES:
+        raise UserError(f"unknown device type {device_type!r}: expected one of {', '.join(DEVICE_TYPES)}")
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+        raise UserError(f"the number of cache levels must be a non-negative integer, got {count!r}")
+    if kind == "gpu":
+        return [GPU_NAMES[i] if i < len(GPU_NAMES) else f"level {i + 1}" for i in range(count)]
+    return [f"L{i + 1}" for i in range(count)]
+
+
+def cache_figures(latency: dict, clock_hz: float | None, *, device_type: str) -> tuple[list[dict], dict]:
     """The profile's ``caches`` and ``memory.dram_latency_s`` from the latency microbenchmark's result: the
-    levels of its curve, points that failed (below one cycle) left out."""
+    levels of its curve (points that failed, below one cycle, left out), named for ``device_type``."""
     bad = {p["bytes"] for p in latency.get("latency_curve_failed", [])}
     good = [p for p in latency["latency_curve"] if p["bytes"] not in bad]
     levels = detect_levels([p["bytes"] for p in good], [p["latency_s"] for p in good])
-    caches = [{"level": i + 1, "size_bytes": lv.size_bytes, "latency_s": lv.latency_s,
+    names = level_names(len(levels.caches), device_type)
+    caches = [{"level": i + 1, "name": names[i], "size_bytes": lv.size_bytes, "latency_s": lv.latency_s,
                "latency_cycles": lv.latency_s * clock_hz if clock_hz else None, "points": lv.points}
               for i, lv in enumerate(levels.caches)]
     dram = (entry(levels.memory_latency_s, "s", f"latency past the last cache level; {latency['pattern']}")

@@ -28,7 +28,7 @@ from gpuprofiler.microbench import (
     transfer,
 )
 from gpuprofiler.microbench.common import Workspace, device_clock
-from gpuprofiler.profile.file import SCHEMA, SCHEMA_VERSION, Profile
+from gpuprofiler.profile.file import SCHEMA, SCHEMA_VERSION, Profile, method_versions_present
 
 SECTIONS = ("launch", "latency", "memory", "bandwidth", "transfer", "instructions")
 
@@ -80,6 +80,7 @@ def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[
             data.setdefault("section_errors", {})[name] = str(exc)
             say(f"{name}: failed: {exc}")
         timings[name] = time.perf_counter() - t0
+        data["method_versions"] = method_versions_present(data)
         data["section_seconds"] = timings
         data["duration_s"] = time.perf_counter() - started
         profile.save(out_path)
@@ -110,7 +111,7 @@ def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[
         def latency_section() -> None:
             nonlocal llc_measured
             res = latency.measure(backend, quick, progress, clock_hz=hz, workspace=workspace)
-            caches, dram = cache_figures(res, hz)
+            caches, dram = cache_figures(res, hz, device_type=info.type)
             data["latency_curve"] = res["latency_curve"]
             data["latency_pattern"] = res["pattern"]
             data["caches"] = caches

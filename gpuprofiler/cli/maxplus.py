@@ -26,9 +26,12 @@ def add_parser(sub) -> None:
     p.add_argument("--n", type=int, help="work-items running at once (default: the profile's concurrency for the "
                                          "paper's models, the occupancy for overlap)")
     p.add_argument("--line-bytes", type=int, help="bytes fetched per strided access (default 64 on a CPU, 32 on a GPU)")
-    p.add_argument("--backend", choices=("opencl", "cuda"), default="opencl", help="which source of the spec to read")
+    p.add_argument("--backend", choices=("opencl", "cuda"),
+                   help="which source of the spec to read (default: the profile's API, else opencl)")
     p.add_argument("--example", choices=("vadd", "fork", "chain"),
                    help="the paper's graphs (vadd's Z1/Z2/Z3 by --model; Table 1's fork and chain), symbolic only")
+    p.add_argument("--correction", metavar="FILE", help="also give the prediction times the learned correction in "
+                                                      "FILE (written by `validate --fit-correction`; overlap model)")
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")
     p.add_argument("--explain", action="store_true", help="print the graph, its matrix, height and symbolic time")
     p.set_defaults(func=run)
@@ -59,14 +62,23 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--size must be positive")
     spec = load_spec(path)
     inst = spec.instantiate(args.size)
-    kernel = build_spec(inst, args.backend)
     choice = find_profile(args, required=True)
+    from gpuprofiler.profile.hardware import view
+
+    kernel = build_spec(inst, args.backend or view(choice.profile).backend or "opencl")
     params = parameters(choice.profile, kernel, args.n, args.line_bytes)
     work_items = math.prod(inst.global_size)
     pred = predict(kernel, params, work_items, args.size, args.model, args.batches)
     d = pred.details
     if args.explain:
         d["symbolic"] = total_text(kernel, d["model"], d["batches"])
+    if args.correction:
+        from gpuprofiler.models.correction import load
+
+        corr = load(args.correction, "maxplus")
+        if "features" not in d:
+            raise UserError(f"--correction: the learned correction applies to the overlap model, not {d['model']}")
+        d["corrected_s"] = corr.apply(d["features"], pred.seconds)
     out = {"kernel": spec.name, **d, "notes": kernel.notes, "profile": str(choice.path)}
     if args.json:
         print(json.dumps(out, indent=1))
@@ -77,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{spec.name} at N = {args.size} ({work_items} work-items, n = {d['n']} at once; {d['batches']} batches)")
     print(f"  model {d['model']}: {pred.seconds:.6g} s [{pred.low:.4g}, {pred.high:.4g}] "
           "(interval: the profile's measurement intervals)")
+    if "corrected_s" in d:
+        print(f"  corrected: {d['corrected_s']:.6g} s (learned correction in {args.correction})")
     print(f"  launch: {d['launch_fixed_s']:.4g} s fixed, {d['dispatch_s']:.4g} s dispatch; work: {d['work_s']:.4g} s")
     if "bounds_s" in d:
         shown = ", ".join(f"{k} {v:.4g} s" for k, v in d["bounds_s"].items())

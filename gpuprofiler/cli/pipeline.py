@@ -48,6 +48,8 @@ def add_parser(sub: Any) -> None:
                                                      "from the profile's curves; spec form: its array bytes)")
     p.add_argument("--budget", type=int, default=None, help="most warp-instructions to simulate before "
                                                             "extrapolating (default 250000)")
+    p.add_argument("--correction", metavar="FILE", help="also give the prediction times the learned correction in "
+                                                      "FILE (written by `validate --fit-correction`)")
     p.add_argument("--json", action="store_true", help="print only JSON")
     p.add_argument("--explain", action="store_true", help="also show hardware sources, path, loops, accesses, "
                                                           "latencies")
@@ -152,6 +154,12 @@ def run(args: argparse.Namespace) -> int:
                              trace=args.trace, ptx_text=src.text))
     result["ptx_source"] = src.how
     result["profile"] = str(choice.path)
+    if args.correction:
+        from gpuprofiler.models.correction import load
+
+        corr = load(args.correction, "pipeline")
+        result["corrected_s"] = corr.apply(result["features"], result["predicted_s"])
+        result["correction"] = {"file": args.correction, "fitted_on": corr.kernels, "cases": corr.cases}
     if args.json:
         print(json.dumps(json_ready(result), indent=1))
     else:

@@ -23,6 +23,10 @@ def add_parser(sub) -> None:
     p.add_argument("--replay", metavar="LOG", help="no device: predict the stored measurements of LOG (a "
                                                    "measurements.jsonl) with every model; --profile defaults to the "
                                                    "stored profile of the device that measured them")
+    p.add_argument("--fit-correction", metavar="FILE",
+                   help="also fit each static model's learned correction on every case of this run and write it "
+                        "to FILE (apply it with `pipeline` / `maxplus --correction FILE`); the report always shows "
+                        "the leave-one-kernel-out corrected errors beside the static ones")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder for the report and measurements")
     p.set_defaults(func=run)
 
@@ -101,6 +105,7 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
     from gpuprofiler.validate import suite
 
     rows = [r for res in results for r in res.rows]
+    notes = suite.add_corrections(rows) + notes
     summary = suite.summarize(rows)
     write_csv(outdir / "predictions.csv", rows, PREDICTION_COLUMNS)
     write_csv(outdir / "summary.csv", summary, SUMMARY_COLUMNS)
@@ -108,10 +113,28 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
     meta = {"device_name": device_name, "device_id": device_id, "suite": args.suite, "quick": args.quick,
             "profile": profile_name, "command": command_line(), "notes": notes,
             "models": {name: registry.describe(name) for name in models}}
+    if args.fit_correction:
+        from gpuprofiler.models.correction import fit_all, save
+
+        fitted = []
+        for name in dict.fromkeys(r["model"] for r in rows):
+            mine = [{"kernel": r["kernel"], "features": r.get("features") or {}, "predicted_s": r["predicted_s"],
+                     "measured_s": r["measured_s"]} for r in rows if r["model"] == name]
+            if any(m["features"] for m in mine):
+                fitted.append(fit_all(mine, name))
+        if not fitted:
+            raise UserError("--fit-correction: no model of this run reports the correction's features "
+                            "(the static models pipeline and maxplus do)")
+        path = save(fitted, args.fit_correction, {"device": device_name, "device_id": device_id,
+                                                  "profile": profile_name, "command": command_line()})
+        meta["notes"].append(f"learned correction fitted on every case written to {path} (models: "
+                             f"{', '.join(c.model for c in fitted)})")
     report = write_report(outdir, results, rows, summary, meta)
     for s in summary:
+        loko = (f"  corrected (leave-one-kernel-out) MAPE {100 * s['loko_corrected_mape']:5.1f}%"
+                if s["loko_corrected_mape"] == s["loko_corrected_mape"] else "")
         print(f"{s['model']:<9} {s['cases']:>3} cases  MAPE {100 * s['mape']:6.1f}%  median |error| "
-              f"{100 * s['median_abs_error']:5.1f}%  max {100 * s['max_abs_error']:7.1f}%")
+              f"{100 * s['median_abs_error']:5.1f}%  max {100 * s['max_abs_error']:7.1f}%{loko}")
     progress(f"report: {report}")
     return 0
 

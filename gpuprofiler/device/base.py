@@ -5,9 +5,11 @@ from __future__ import annotations
 import abc
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from gpuprofiler.errors import UserError
 
 
 @dataclass
@@ -103,6 +105,18 @@ class Backend(abc.ABC):
                args: Sequence[Any]) -> Event:
         """Enqueue the kernel over ``global_size`` work-items (CUDA: threads) in groups of ``local_size``."""
 
+    def prepare_launch(self, kernel: Kernel, global_size: Sequence[int], local_size: Sequence[int] | None,
+                       args: Sequence[Any]) -> Callable[[], Any]:
+        """A function that enqueues this launch with its arguments marshalled once and no timing events of its
+        own: for timing many launches in a tight loop (by default it calls :meth:`launch` each time)."""
+        return lambda: self.launch(kernel, global_size, local_size, args)
+
+    def launch_span(self, kernel: Kernel, global_size: Sequence[int], local_size: Sequence[int] | None,
+                    args: Sequence[Any], launches: int) -> float:
+        """Device seconds from the start of the first to the end of the last of ``launches`` launches, all
+        queued before the device reaches the first: ``launches`` x the device's back-to-back launch time."""
+        raise NotImplementedError(f"the {self.kind} backend cannot time launches back to back on the device")
+
     def launch_hooks(self) -> Sequence[LaunchHook]:
         """Hooks the timing engine runs around each timed launch on this device (none by default)."""
         return ()
@@ -123,6 +137,13 @@ class Backend(abc.ABC):
 
     def __exit__(self, *exc):
         self.close()
+
+
+def check_launches(launches: Any) -> int:
+    """``launches`` as a positive int, else a UserError (a span of no launches has no time per launch)."""
+    if isinstance(launches, bool) or not isinstance(launches, (int, np.integer)) or launches < 1:
+        raise UserError(f"launches must be a positive integer, got {launches!r}")
+    return int(launches)
 
 
 def round_up(global_size: Sequence[int], local_size: Sequence[int] | None) -> tuple[int, ...]:

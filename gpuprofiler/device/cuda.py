@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import atexit
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from gpuprofiler.device.base import Backend, Buffer, DeviceInfo, Event, Kernel, LaunchHook
+from gpuprofiler.device.base import Backend, Buffer, DeviceInfo, Event, Kernel, LaunchHook, check_launches
 from gpuprofiler.device.cuda_hold import HOLD_SOURCE
 from gpuprofiler.errors import DeviceError, UserError
 
@@ -20,6 +20,8 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
 
 
 MAX_HOLD_S = 0.01
+SPAN_HOLD_PER_LAUNCH_S = 10e-6   # first guess of the host's time to queue one prepared launch
+MAX_SPAN_HOLD_S = 0.2            # longest hold a launch span may queue before it gives up
 
 
 def _init() -> bool:
@@ -83,6 +85,23 @@ class CUDAKernel(Kernel):
 class CUDABuffer(Buffer):
     def __init__(self, allocation, nbytes: int):
         self.allocation, self.nbytes = allocation, nbytes
+
+
+def _arg_format(name: str, args: Sequence[Any]) -> tuple[str, list]:
+    """pycuda's struct format of a launch's arguments (``P`` for device memory, the numpy type's character for
+    a numpy scalar) and the values to pack; anything else is a UserError."""
+    fmt, values = [], []
+    for i, a in enumerate(args):
+        if isinstance(a, CUDABuffer):
+            fmt.append("P")
+            values.append(int(a.allocation))
+        elif isinstance(a, np.generic):
+            fmt.append(a.dtype.char)
+            values.append(a)
+        else:
+            raise UserError(f"argument {i} of {name} is a {type(a).__name__}: pass device buffers or numpy "
+                            "scalars (np.int32(...)) so that its C type is known")
+    return "".join(fmt), values
 
 
 def _translate(exc: Exception, what: str) -> Exception:
@@ -156,18 +175,96 @@ class CUDABackend(Backend):
         except cuda.Error as exc:
             raise _translate(exc, "device-to-host copy") from None
 
-    def launch(self, kernel: CUDAKernel, global_size: Sequence[int], local_size: Sequence[int] | None,
-               args: Sequence[Any]) -> CUDAEvent:
-        """Launch between two events (timed launches have the hold kernel queued first: :class:`HoldHook`)."""
+    @staticmethod
+    def _shape(global_size: Sequence[int], local_size: Sequence[int] | None) -> tuple[tuple, tuple]:
+        """(block, grid) of a launch over ``global_size`` threads in blocks of ``local_size``."""
         local = tuple(int(x) for x in (local_size or [min(256, int(global_size[0]))]))
         dims = len(global_size)
         block = local + (1,) * (3 - len(local))
         grid = tuple(-(-int(g) // int(l)) for g, l in zip(global_size, local)) + (1,) * (3 - dims)
+        return block, grid[:3]
+
+    def launch(self, kernel: CUDAKernel, global_size: Sequence[int], local_size: Sequence[int] | None,
+               args: Sequence[Any]) -> CUDAEvent:
+        """Launch between two events (timed launches have the hold kernel queued first: :class:`HoldHook`)."""
+        block, grid = self._shape(global_size, local_size)
         native = [a.allocation if isinstance(a, CUDABuffer) else a for a in args]
         try:
-            return self._timed(lambda: kernel.function(*native, block=block, grid=grid[:3]))
+            return self._timed(lambda: kernel.function(*native, block=block, grid=grid))
         except cuda.Error as exc:
             raise _translate(exc, f"launching {kernel.name}") from None
+
+    def prepare_launch(self, kernel: CUDAKernel, global_size: Sequence[int], local_size: Sequence[int] | None,
+                       args: Sequence[Any]) -> Callable[[], None]:
+        """cuLaunchKernel alone per call: the argument buffer is packed once (pycuda's prepared-call packing),
+        no events; where pycuda lacks the raw launch, its prepared call (which packs per call)."""
+        block, grid = self._shape(global_size, local_size)
+        fmt, values = _arg_format(kernel.name, args)
+        function = kernel.function
+        raw = getattr(function, "_launch_kernel", None)
+        try:
+            from pycuda._pvt_struct import pack
+        except ImportError:
+            pack = None
+        if raw is not None and pack is not None:
+            buf = pack(fmt, *values)
+
+            def call() -> None:
+                raw(grid, block, buf, 0, None)
+        else:
+            function.prepare(fmt)
+
+            def call() -> None:
+                function.prepared_async_call(grid, block, None, *values)
+
+        def go() -> None:
+            try:
+                call()
+            except cuda.Error as exc:
+                raise _translate(exc, f"launching {kernel.name}") from None
+
+        return go
+
+    def hold(self, seconds: float) -> None:
+        """Queue the hold kernel: the GPU spins for ``seconds`` on its global timer (see :class:`HoldHook`)."""
+        function = getattr(self, "_hold_function", None)
+        if function is None:
+            function = self._hold_function = self.compile(HOLD_SOURCE, "gpuprofiler_hold").function
+        try:
+            function(np.uint64(int(seconds * 1e9)), block=(1, 1, 1), grid=(1, 1, 1))
+        except cuda.Error as exc:
+            raise _translate(exc, "launching the hold kernel") from None
+
+    def launch_span(self, kernel: CUDAKernel, global_size: Sequence[int], local_size: Sequence[int] | None,
+                    args: Sequence[Any], launches: int) -> float:
+        """CUDA events recorded before the first and after the last of ``launches`` prepared launches, all
+        queued behind the hold kernel. Where the host took longer to queue them than the hold lasted (the GPU
+        may have waited for it), the span is taken again with a hold twice as long, up to MAX_SPAN_HOLD_S."""
+        launches = check_launches(launches)
+        go = self.prepare_launch(kernel, global_size, local_size, args)
+        hold_s = min(max(50e-6, launches * SPAN_HOLD_PER_LAUNCH_S), MAX_SPAN_HOLD_S)
+        while True:
+            self.finish()
+            start, end = cuda.Event(), cuda.Event()
+            t0 = time.perf_counter()
+            self.hold(hold_s)
+            start.record()
+            for _ in range(launches):
+                go()
+            end.record()
+            host_s = time.perf_counter() - t0
+            try:
+                end.synchronize()
+                span = end.time_since(start) * 1e-3
+            except cuda.Error as exc:
+                raise _translate(exc, f"timing {launches} launches of {kernel.name}") from None
+            if host_s < hold_s:
+                return span
+            if hold_s >= MAX_SPAN_HOLD_S:
+                raise DeviceError(f"the host took {host_s * 1e3:.1f} ms to queue {launches} launches of {kernel.name}, "
+                                  f"longer than the longest hold ({MAX_SPAN_HOLD_S * 1e3:.0f} ms): the events "
+                                  "would time the host, not the GPU")
+            hold_s = min(2 * hold_s, MAX_SPAN_HOLD_S)
 
     def launch_hooks(self) -> Sequence[LaunchHook]:
         if self._hold_hook is None:

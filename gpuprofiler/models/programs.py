@@ -92,7 +92,7 @@ def predict_program(app: Any, size: int, kind: str, model: str,
             done[key] = predict_launch(launch)
         p = done[key]
         ph = phases.setdefault(launch.phase, {"predicted_s": 0.0, "interval_s": [0.0, 0.0], "calls": 0,
-                                              "summary": p.summary})
+                                              "summary": p.summary, "features": p.details.get("features")})
         ph["predicted_s"] += p.seconds
         ph["interval_s"][0] += p.low
         ph["interval_s"][1] += p.high

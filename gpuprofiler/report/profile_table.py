@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuprofiler.profile.file import Profile, is_entry
+from gpuprofiler.calibrate.caches import DEVICE_TYPES, level_names
+from gpuprofiler.profile.file import Profile, is_entry, method_version, method_version_of
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -24,14 +25,29 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:.4g} {unit}"
 
 
-def _row(label: str, e: Any) -> str:
+def _row(label: str, e: Any, old: str = "") -> str:
     if not is_entry(e):
         return f"  {label:<34} -"
     if e["status"] != "ok":
-        return f"  {label:<34} FAILED: {e.get('reason', '')}"
+        return f"  {label:<34} FAILED: {e.get('reason', '')}{old}"
     iv = e.get("interval")
     interval = f"  [{_fmt(iv[0], e['unit'])} .. {_fmt(iv[1], e['unit'])}]" if iv else ""
-    return f"  {label:<34} {_fmt(e['value'], e['unit']):>14}{interval}"
+    return f"  {label:<34} {_fmt(e['value'], e['unit']):>14}{interval}{old}"
+
+
+def _old(d: dict, key: str) -> str:
+    """A note for a figure the profile measured with an older method than this gpuprofiler's, else ''."""
+    have, now = method_version(d, key), method_version_of(key)
+    return f"  (method v{have}, now v{now}: re-calibrate)" if have < now else ""
+
+
+def cache_names(d: dict) -> list[str]:
+    """The profile's cache level names: as recorded, else (profiles before they were) from the device type."""
+    caches = [c for c in d.get("caches") or [] if isinstance(c, dict)]
+    kind = str((d.get("device") or {}).get("type", "")).lower()
+    derived = level_names(len(caches), kind) if kind in DEVICE_TYPES else []
+    return [str(c.get("name") or (derived[i] if derived else f"L{c.get('level', i + 1)}"))
+            for i, c in enumerate(caches)]
 
 
 def show(profile: Profile) -> str:
@@ -53,12 +69,13 @@ def show(profile: Profile) -> str:
     ):
         if section in d:
             lines.append(section)
-            lines += [_row(k, d[section].get(k)) for k in keys if k in d[section]]
+            lines += [_row(k, d[section].get(k), _old(d, f"{section}.{k}")) for k in keys if k in d[section]]
     if d.get("caches"):
         lines.append("caches (knees of the latency curve)")
-        for c in d["caches"]:
+        caches = [c for c in d["caches"] if isinstance(c, dict)]
+        for name, c in zip(cache_names(d), caches):
             cyc = f", {c['latency_cycles']:.1f} cycles" if c.get("latency_cycles") else ""
-            lines.append(f"  L{c['level']}: {c['size_bytes'] / 1024:.0f} KiB, {_fmt(c['latency_s'], 's')}{cyc}")
+            lines.append(f"  {name}: {c['size_bytes'] / 1024:.0f} KiB, {_fmt(c['latency_s'], 's')}{cyc}")
     if d.get("instructions"):
         lines.append("instructions (latency; throughput)")
         for op, r in d["instructions"].items():
@@ -67,7 +84,7 @@ def show(profile: Profile) -> str:
             lat = r.get("latency_cycles") or r.get("latency_s")
             if r.get("status") in ("failed",) or (is_entry(lat) and lat["status"] != "ok"):
                 reason = (r.get("latency_s") or {}).get("reason") or r.get("reason", "")
-                lines.append(f"  {op:<22} FAILED: {reason}")
+                lines.append(f"  {op:<22} FAILED: {reason}{_old(d, f'instructions.{op}')}")
                 continue
             if r.get("status") == "skipped":
                 lines.append(f"  {op:<22} skipped: {r.get('reason')}")
@@ -76,7 +93,7 @@ def show(profile: Profile) -> str:
             cyc = r.get("latency_cycles", {}).get("value") if is_entry(r.get("latency_cycles")) else None
             thr = r.get("throughput_ops_per_s", {}).get("value") if is_entry(r.get("throughput_ops_per_s")) else None
             lines.append(f"  {op:<22} {_fmt(lat_s, 's'):>10}  {('%.2f cycles' % cyc) if cyc else '':>12}  "
-                         f"{_fmt(thr, 'op/s') if thr else ''}")
+                         f"{_fmt(thr, 'op/s') if thr else ''}{_old(d, f'instructions.{op}')}")
     failures = profile.failures()
     lines.append(f"failed measurements: {len(failures)}")
     lines += [f"  {f['key']}: {f['reason']}" for f in failures]

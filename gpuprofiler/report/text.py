@@ -51,6 +51,10 @@ def render_pipeline(r: dict[str, Any], explain: bool = False, trace: bool = Fals
     if "interval_s" in r:
         lo, hi = r["interval_s"]
         lines.append(f"interval [{_us(lo)}, {_us(hi)}]: {r.get('interval_method', '')}".rstrip(": "))
+    if "corrected_s" in r:
+        c = r["correction"]
+        lines.append(f"corrected {_us(r['corrected_s'])} by the learned correction in {c['file']} (fitted on "
+                     f"{c['cases']} cases of {len(c['fitted_on'])} kernels)")
     lines.append(f"occupancy: {occ['blocks_per_sm']} blocks/SM ({occ['warps_per_sm']} warps), limited by "
                  f"{occ['limited_by']}; {occ['regs_per_thread']} registers/thread ({occ['registers_source']}), "
                  f"{occ['smem_per_block']} B shared/block; {occ['blocks_on_busiest_sm']} blocks on the busiest of "

@@ -15,9 +15,10 @@ from gpuprofiler import __version__
 from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 
 PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "rel_error", "interval_low_s",
-                      "interval_high_s", "detail")
+                      "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail")
 SUMMARY_COLUMNS = ("model", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
-                   "cases_with_interval")
+                   "cases_with_interval", "loko_corrected_mape", "loko_corrected_median_abs_error",
+                   "loko_corrected_max_abs_error")
 
 
 def write_csv(path: Path, rows: list[dict], columns) -> Path:
@@ -25,7 +26,8 @@ def write_csv(path: Path, rows: list[dict], columns) -> Path:
         w = csv.DictWriter(fh, fieldnames=list(columns))
         w.writeheader()
         for r in rows:
-            w.writerow({k: ("" if isinstance(r[k], float) and math.isnan(r[k]) else r[k]) for k in columns})
+            w.writerow({k: ("" if isinstance(r.get(k), float) and math.isnan(r[k]) else r.get(k, ""))
+                        for k in columns})
     return path
 
 
@@ -66,6 +68,25 @@ def plot_errors(rows: list[dict], path: Path) -> Path:
     return save_figure(fig, path)
 
 
+def largest_sizes(rows: list[dict]) -> list[str]:
+    """A table of each kernel's error at its largest measured size, one column per model."""
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    top: dict[str, dict[str, dict]] = {}
+    for r in rows:
+        cur = top.setdefault(r["kernel"], {}).get(r["model"])
+        if cur is None or r["size"] > cur["size"]:
+            top[r["kernel"]][r["model"]] = r
+    if not top:
+        return []
+    lines = ["", "## Largest size of each kernel", "", "| kernel | size | " + " | ".join(models) + " |",
+             "|---|---|" + "---|" * len(models)]
+    for kernel, by_model in top.items():
+        size = max(r["size"] for r in by_model.values())
+        cells = [f"{100 * by_model[m]['rel_error']:+.1f}%" if m in by_model else "-" for m in models]
+        lines.append(f"| {kernel} | {size} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: list[dict], meta: dict) -> Path:
     """report.md with the tables and the plots embedded, and every plot it names."""
     plots = outdir / "plots"
@@ -91,20 +112,31 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
               f"profile `{meta['profile']}`."), "", f"Command: `{meta['command']}`", "",
              *[f"- `{name}`: {what}" for name, what in meta.get("models", {}).items()], "",
              "## Summary", "",
-             "| model | cases | MAPE | median abs error | max abs error | inside interval |",
-             "|---|---|---|---|---|---|"]
+             "Corrected: the static prediction times a learned correction (ridge regression of the log ratio on the "
+             "model's own features) fitted without the case's kernel: leave-one-kernel-out, so no kernel's "
+             "corrected figure has seen that kernel.", "",
+             "| model | cases | MAPE | median abs error | max abs error | inside interval | corrected MAPE | "
+             "corrected median | corrected max |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         inside = "-" if math.isnan(s["inside_interval"]) else f"{100 * s['inside_interval']:.0f}% of {s['cases_with_interval']}"
+        corr = ["-"] * 3 if math.isnan(s.get("loko_corrected_mape", math.nan)) else [
+            f"{100 * s[k]:.1f}%" for k in ("loko_corrected_mape", "loko_corrected_median_abs_error",
+                                          "loko_corrected_max_abs_error")]
         lines.append(f"| {s['model']} | {s['cases']} | {100 * s['mape']:.1f}% | {100 * s['median_abs_error']:.1f}% | "
-                     f"{100 * s['max_abs_error']:.1f}% | {inside} |")
+                     f"{100 * s['max_abs_error']:.1f}% | {inside} | {' | '.join(corr)} |")
+    lines += largest_sizes(rows)
     lines += ["", "## Predictions", "",
               "rel_error = (predicted - measured) / measured; measured is the median device time of the run.", "",
-              "| kernel | size | model | predicted (s) | measured (s) | error | interval (s) | detail |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| kernel | size | model | predicted (s) | measured (s) | error | corrected error | interval (s) | "
+              "detail |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         iv = "-" if math.isnan(r["interval_low_s"]) else f"[{r['interval_low_s']:.4g}, {r['interval_high_s']:.4g}]"
+        loko = r.get("loko_rel_error", math.nan)
+        corr = "-" if math.isnan(loko) else f"{100 * loko:+.1f}%"
         lines.append(f"| {r['kernel']} | {r['size']} | {r['model']} | {r['predicted_s']:.4g} | {r['measured_s']:.4g} | "
-                     f"{100 * r['rel_error']:+.1f}% | {iv} | {r['detail']} |")
+                     f"{100 * r['rel_error']:+.1f}% | {corr} | {iv} | {r['detail']} |")
     if scatter:
         lines += ["", "## Plots", "", "![predicted against measured](plots/predicted_vs_measured.png)", "",
                   "![errors](plots/errors.png)", ""]

@@ -23,7 +23,7 @@ import numpy as np
 from gpuprofiler.errors import UserError
 from gpuprofiler.measure.policy import VALIDATE, VALIDATE_QUICK, TimingPolicy
 from gpuprofiler.measure.storage import MeasurementLog, read_records
-from gpuprofiler.models import registry
+from gpuprofiler.models import correction, registry
 from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
 from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs
 from gpuprofiler.workloads.sweep import Sweep, from_records, load_target, run_sweep
@@ -247,7 +247,8 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
     """The prediction against the measured run: one row, or one per measured phase it predicts."""
     phases = p.details.get("phases") if isinstance(p.details.get("phases"), dict) else None
     if not phases:
-        return [_row(item, model, p.size, p.seconds, (p.low, p.high), measured.total_summary().median, p.summary)]
+        row = _row(item, model, p.size, p.seconds, (p.low, p.high), measured.total_summary().median, p.summary)
+        return [{**row, "features": p.details.get("features")}]
     out = []
     for phase, got in phases.items():
         if phase not in measured.phases:
@@ -257,8 +258,8 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
             raise ValueError(f"{model}: phase {phase}: {got['predicted_s']!r} s outside [{lo!r}, {hi!r}]")
         seen = float(np.median(measured.phases[phase][0]))
         if seen > 0:
-            out.append(_row(f"{item}/{phase}", model, p.size, got["predicted_s"], got["interval_s"], seen,
-                            got.get("summary", p.summary)))
+            out.append({**_row(f"{item}/{phase}", model, p.size, got["predicted_s"], got["interval_s"], seen,
+                               got.get("summary", p.summary)), "features": got.get("features")})
     return out
 
 
@@ -289,16 +290,48 @@ def _row(kernel: str, model: str, size: int, predicted: float, interval, measure
             "interval_low_s": float(lo), "interval_high_s": float(hi), "detail": detail}
 
 
+def add_corrections(rows: list[dict]) -> list[str]:
+    """Each model whose every case carries the correction's features gets, per row, the prediction corrected by
+    a learned correction that never saw the row's kernel (``loko_corrected_s``, ``loko_rel_error``); the other
+    rows get NaN. Returns notes on models left without one."""
+    notes = []
+    for r in rows:
+        r.setdefault("loko_corrected_s", math.nan)
+        r.setdefault("loko_rel_error", math.nan)
+    for model in dict.fromkeys(r["model"] for r in rows):
+        mine = [r for r in rows if r["model"] == model]
+        samples = [{"kernel": r["kernel"], "features": r.get("features") or {}, "predicted_s": r["predicted_s"],
+                    "measured_s": r["measured_s"], "row": r} for r in mine]
+        good = correction.usable(samples)
+        kernels = {s["kernel"] for s in good}
+        if not any(r.get("features") for r in mine):
+            continue
+        if len(good) < len(mine) or len(kernels) < 4:
+            notes.append(f"{model}: no learned correction ({len(good)} of {len(mine)} cases with its features, "
+                         f"{len(kernels)} kernels; it needs every case and at least 4 kernels)")
+            continue
+        for s, corrected in zip(good, correction.leave_one_kernel_out(good, model)):
+            s["row"]["loko_corrected_s"] = float(corrected)
+            s["row"]["loko_rel_error"] = (float(corrected) - s["measured_s"]) / s["measured_s"]
+    return notes
+
+
 def summarize(rows: list[dict]) -> list[dict]:
-    """One row per model: cases, MAPE, median |error|, max |error|, share of measured times inside the interval."""
+    """One row per model: cases, MAPE, median |error|, max |error|, share of measured times inside the interval,
+    and the same errors after the leave-one-kernel-out correction where there is one."""
     out = []
     for model in dict.fromkeys(r["model"] for r in rows):
         mine = [r for r in rows if r["model"] == model]
         errs = np.abs([r["rel_error"] for r in mine])
         with_iv = [r for r in mine if math.isfinite(r["interval_low_s"])]
         inside = [r["interval_low_s"] <= r["measured_s"] <= r["interval_high_s"] for r in with_iv]
+        loko = np.abs([r.get("loko_rel_error", math.nan) for r in mine])
+        has = bool(len(loko)) and bool(np.isfinite(loko).all())
         out.append({"model": model, "cases": len(mine), "mape": float(errs.mean()),
                     "median_abs_error": float(np.median(errs)), "max_abs_error": float(errs.max()),
                     "inside_interval": float(np.mean(inside)) if inside else math.nan,
-                    "cases_with_interval": len(with_iv)})
+                    "cases_with_interval": len(with_iv),
+                    "loko_corrected_mape": float(loko.mean()) if has else math.nan,
+                    "loko_corrected_median_abs_error": float(np.median(loko)) if has else math.nan,
+                    "loko_corrected_max_abs_error": float(loko.max()) if has else math.nan})
     return out

@@ -65,6 +65,35 @@ def test_launch_metrics_are_named_and_ordered(pocl):
     assert max(p["threads"] for p in r["points"]) >= 2**24
 
 
+def test_launch_figures_measure_launches_not_python(pocl):
+    """Method version 2: back-to-back from device timestamps around launches queued behind a user event,
+    round trip from a tight loop of prepared launches; both below the old figures' Python overhead."""
+    r = launch.measure(pocl, quick=True)
+    b2b, trip = r["back_to_back_s"], r["round_trip_s"]
+    for e in (b2b, trip):
+        assert e["status"] == "ok" and e["method_version"] == 2 and e["interval"][0] <= e["value"] <= e["interval"][1]
+        assert e["n"] == 5 * launch.ROUNDS[True]
+    assert "profiling START of the first launch to END of the last" in b2b["method"]
+    assert "arguments marshalled once" in trip["method"] and "no hold kernel" in trip["method"]
+    # the device runs launches back to back faster than the host waits for each one
+    assert 0 < b2b["value"] < trip["value"] < 1e-3
+    assert all("engine_host_s" in p and "round_trip_s" not in p for p in r["points"])
+
+
+def test_round_trip_loop_is_not_the_engine(pocl):
+    """The tight loop of prepared launch + finish pairs costs less per launch than the timing engine's
+    timed launch (events, argument setting, bookkeeping) that method version 1 used."""
+    from gpuprofiler.measure.engine import time_launch
+    from gpuprofiler.measure.policy import fixed
+    from gpuprofiler.microbench.source import build
+
+    kernel = build(pocl, launch.EMPTY, "empty")
+    arg = [np.int32(0)]
+    loop = np.median(launch.round_trip_samples(pocl, kernel, arg, launches=50, rounds=5))
+    engine = np.median(time_launch(pocl, kernel, (1,), (1,), arg, fixed(100, warmup=5)).host_s)
+    assert 0 < loop < engine
+
+
 def test_bandwidth_kernels_compile_for_both_apis(pocl, tmp_path):
     for kind in bandwidth.KINDS:
         for width in (1, 4, 16):

@@ -110,7 +110,8 @@ def test_clock_from_two_runs():
 def test_every_required_op_is_in_ops():
     assert not [op for op in REQUIRED if op not in ptx.OPS]
     for name, spec in ptx.OPS.items():
-        assert spec.name == name and spec.sass and spec.body.split()[0] == name
+        assert spec.name == name and spec.sass and spec.body.split()[0] == spec.opcode
+        assert spec.opcode == name or spec.note, name   # a chain written with another opcode says why
 
 
 def test_sources_have_distinct_kernels_and_full_chains():
@@ -124,8 +125,64 @@ def test_sources_have_distinct_kernels_and_full_chains():
             for kernel in ptx.kernel_names(op, u).values():
                 assert f"void {kernel}(" in src
             lat = src.split("void tp_")[0]
-            assert lat.count(op + " " if op != "bar.sync" else "bar.sync 0") == u   # one chain of u links
             assert "clock64()" in lat and "sentinel" in lat
+            opcode = "bar.sync 0" if op == "bar.sync" else spec.opcode + " "
+            assert _timed_source(lat).count(opcode) == u   # one chain of u links between the clock reads
+
+
+def _timed_source(kernel: str) -> str:
+    """The CUDA source between the two clock64() reads of a kernel."""
+    return kernel.split("long long t0 = clock64();")[1].split("long long t1 = clock64();")[0]
+
+
+def _asm_lines(text: str) -> list[str]:
+    """The PTX lines of the asm statements in ``text`` (CUDA source), guards stripped."""
+    body = "".join(re.findall(r'asm volatile\("(.*?)"\s*:', text, flags=re.S))
+    lines = [line.strip() for line in body.replace("\\n", "\n").replace("\\t", "").splitlines()]
+    return [re.sub(r"^@!?\w+\s+", "", line) for line in lines if line and line not in "{}" and not line.startswith(".")]
+
+
+@pytest.mark.parametrize("op", ["add.s32", "add.u32", "sub.s32", "sub.u32"])
+def test_integer_add_chain_is_one_instruction_per_link(op):
+    """The timed chain of an integer add/sub is u links of x = b - x and nothing else (no conversion, no
+    second opcode): ptxas can encode a negated chain input only as IADD3, so no link goes to VIADD."""
+    spec = ptx.OPS[op]
+    t = op.split(".")[1]
+    assert spec.opcode == f"sub.{t}" and spec.single_sass and spec.sass == r"\bIADD3\b"
+    for u in (spec.unroll, 2 * spec.unroll):
+        lat = ptx.kernel_source(op, u).split("void tp_")[0]
+        lines = _asm_lines(_timed_source(lat))
+        chain = [line for line in lines if not line.startswith("setp.")]
+        assert chain == [f"sub.{t} %0, %1, %0;"] * u                      # x = b - x, u times
+        assert [line.split()[0] for line in lines if line.startswith("setp.")] == ["setp.ne.s32", "setp.gt.s32"]
+        assert "cvt" not in _timed_source(lat)
+
+
+def test_method_names_the_chain_opcode():
+    runner = SimpleNamespace(tp_blocks=264)
+    text = ptx._method(ptx.OPS["add.s32"], 64, 16, runner)
+    assert text.startswith("dependent chain of 16 and 32 inline-PTX 'sub.s32' (for 'add.s32') per loop iteration")
+    assert "x = b - x: every link is one IADD3" in text
+    assert "inline-PTX 'fma.rn.f32' per loop" in ptx._method(ptx.OPS["fma.rn.f32"], 64, 16, runner)
+    assert "walked once with the same load before the clock starts" in ptx._method(
+        ptx.OPS["ld.global.ca.u64"], 64, 8, runner)
+
+
+def test_global_load_chains_walk_the_ring_before_the_clock():
+    """A cold L1 costs one L2 trip per sector in the timed chain (it broke ld.global.ca's ratio check on
+    the H100): every global-load kernel walks its ring once, GLOBAL_WORDS links, before clock64()."""
+    for op, spec in ptx.OPS.items():
+        for u in (spec.unroll, 2 * spec.unroll):
+            for kind, chains in (("lat", 1), ("tp", spec.chains)):
+                src = ptx.kernel_source(op, u).split(f"void {ptx.kernel_names(op, u)[kind]}(")[1]
+                src = src.split('extern "C"')[0]
+                before = src.split("long long t0 = clock64();")[0]
+                if spec.kind != "global":
+                    assert "warm-up" not in before, op
+                    continue
+                loops = re.findall(r"for \(int w = 0; w < (\d+); \+\+w\)", before)
+                assert [int(n) * u for n in loops] == [ptx.GLOBAL_WORDS], (op, u, kind)   # exactly one lap
+                assert before.count(spec.opcode + " ") == u * chains
 
 
 def test_measure_needs_cuda():
@@ -195,11 +252,48 @@ def test_ptx_keeps_the_chain(built, op):
     throughput kernel (nothing folded away before ptxas)."""
     funcs = _ptx_functions(built.ptx)
     spec = ptx.OPS[op]
-    opcode = "bar.sync 0" if op == "bar.sync" else op + " "
+    opcode = "bar.sync 0" if op == "bar.sync" else spec.opcode + " "
     for u in (spec.unroll, 2 * spec.unroll):
         names = ptx.kernel_names(op, u)
         assert funcs[names["lat"]].count(opcode) >= u
         assert funcs[names["tp"]].count(opcode) >= u * spec.chains
+
+
+def _ptx_timed_loop(function: str) -> list[str]:
+    """Opcodes of the loop between the two %clock64 reads of a PTX function (guards stripped)."""
+    timed = re.split(r"mov\.u64\s+%rd\d+, %clock64;", function)[1]
+    label = re.search(r"^(\$L__BB\w+):", timed, flags=re.M).group(1)
+    body = timed.split(label + ":", 1)[1]
+    body = body[:re.search(rf"^.*\bbra\s+{re.escape(label)};", body, flags=re.M).start()]
+    ops = []
+    for line in body.splitlines():
+        line = re.sub(r"^@!?%?\w+\s+", "", line.strip())
+        if line and not line.startswith(("//", "{", "}", ".", "$")):
+            ops.append(line.split()[0])
+    return ops + ["bra"]
+
+
+@pytest.mark.nvcc
+def test_ptx_timed_loops_have_no_conversion(built):
+    """No timed loop of any op converts a value (a cvt in a chain would be timed with it)."""
+    funcs = _ptx_functions(built.ptx)
+    for op, spec in ptx.OPS.items():
+        for u in (spec.unroll, 2 * spec.unroll):
+            loop = _ptx_timed_loop(funcs[ptx.kernel_names(op, u)["lat"]])
+            assert not [o for o in loop if o.startswith("cvt")], (op, loop)
+
+
+@pytest.mark.parametrize("op", ["add.s32", "add.u32", "sub.s32", "sub.u32"])
+@pytest.mark.nvcc
+def test_ptx_integer_add_loop_is_the_chain_and_the_loop_control(built, op):
+    """nvcc leaves the add chain as written: u chain instructions, the two guard predicates, and the loop's
+    counter add, compare and branch; nothing else in the timed loop."""
+    funcs = _ptx_functions(built.ptx)
+    spec = ptx.OPS[op]
+    for u in (spec.unroll, 2 * spec.unroll):
+        loop = _ptx_timed_loop(funcs[ptx.kernel_names(op, u)["lat"]])
+        assert sorted(loop) == sorted([spec.opcode] * u + ["setp.ne.s32", "setp.gt.s32", "add.s32", "setp.lt.s32",
+                                                           "bra"]), loop
 
 
 def _disassemble(cubin: Path) -> dict[str, str] | None:
@@ -236,6 +330,26 @@ def test_sass_keeps_the_chain(sass, op):
         n_k = len(re.findall(spec.sass, sass[ptx.kernel_names(op, k)[kind]]))
         n_2k = len(re.findall(spec.sass, sass[ptx.kernel_names(op, 2 * k)[kind]]))
         assert n_k >= (k - 1) * per and n_2k - n_k >= k * per, (kind, n_k, n_2k)
+
+
+def _sass_loop(function: str) -> list[str]:
+    """SASS instructions of the timed loop: from the loop label after the first clock read to its branch back."""
+    timed = re.split(r"SR_CLOCKLO", function)[1]
+    label = re.search(r"^(\.L_x_\d+):", timed, flags=re.M).group(1)
+    body = timed.split(label + ":", 1)[1].split(f"`({label})")[0]
+    return [m.group(1) for m in re.finditer(r"^\s*/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][\w.]*)", body, flags=re.M)]
+
+
+@pytest.mark.parametrize("op", sorted(op for op, spec in ptx.OPS.items() if spec.single_sass))
+@pytest.mark.nvcc
+def test_sass_integer_add_chain_is_one_pipe(sass, op):
+    """Every link of the timed loop is the same IADD3 (no VIADD on the FMA pipe, no IMAD.IADD): only the loop
+    counter (UIADD3, on the uniform datapath), its compare and the branch besides."""
+    spec = ptx.OPS[op]
+    for u in (spec.unroll, 2 * spec.unroll):
+        loop = _sass_loop(sass[ptx.kernel_names(op, u)["lat"]])
+        chain = [i for i in loop if i not in ("UIADD3", "ISETP.LE.AND", "ISETP.GE.AND", "BRA", "NOP")]
+        assert chain == ["IADD3"] * u, loop
 
 
 # --------------------------------------------------------------------------------------------

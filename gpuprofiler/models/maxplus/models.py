@@ -360,6 +360,23 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
     return np.array(totals), details
 
 
+def correction_features(kernel: Kernel, bounds: dict[str, float], work_items: int, resident: int,
+                        capacity: float | None, fixed_s: float, total: float) -> dict[str, float]:
+    """The learned correction's features (:data:`gpuprofiler.models.correction.FEATURES`) of an overlap
+    prediction: the share of the time each bound holds, the launch's size, coalescing, occupancy, integer work."""
+    reqs = [(a.info.get("warps", 1.0), a.info.get("sectors", 32.0)) for g in kernel.fragments for a in g.arcs
+            if a.kind in ("read", "write")]
+    weight = sum(w for w, _ in reqs)
+    ops = [i.get("dtype", "float") for g in kernel.fragments for i in g.loops.values()]
+    return {"launch_share": fixed_s / total, "dram_share": bounds["dram"] / total,
+            "cache_share": bounds["cache"] / total,
+            "compute_share": max(bounds["latency"], bounds["issue"], bounds["lsu"]) / total,
+            "log_work_items": math.log10(max(work_items, 1)),
+            "sectors_per_request": sum(w * sc for w, sc in reqs) / weight if weight else 0.0,
+            "occupancy": min(1.0, resident / capacity) if capacity else 1.0,
+            "int_share": ops.count("int") / len(ops) if ops else 0.0}
+
+
 def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, model: str = DEFAULT_MODEL,
             batches: str | None = None) -> Prediction:
     """The kernel's time for ``work_items`` work-items (N) under ``model``, launch costs included.
@@ -404,6 +421,10 @@ def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, mode
         details.update(batch_s=float(batch[0]), bus_s=float(bus[0]))
         details["sources"] = dict(params.sources)
     total = launch.total(work)
+    if model == "overlap":
+        capacity = params.hw.figure("concurrency.resident_capacity")
+        details["features"] = correction_features(kernel, details["bounds_s"], work_items, n_val,
+                                                  capacity.value if capacity.ok else None, launch.fixed_s, total)
     lows = [launch_lo.total(min(ends + [work])), total]
     highs = [launch_hi.total(max(ends + [work])), total]
     details.update(n=int(n_val), predicted_s=total, interval_s=[min(lows), max(highs)], work_s=work,

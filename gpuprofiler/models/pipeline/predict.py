@@ -463,8 +463,17 @@ def predict(module: Module, kernel: str | None, launch: Launch, profile: Any | N
     high = costs_hi.total(max(cycles / clk_lo, dram_bytes / bw_lo + flow.dram_scattered * sc_hi
                               + flow.dram_scattered_writes * sw_hi, bounds["cache"]))
 
+    glob = [(float(counts[i]), acc.transactions) for i, acc in accesses.items() if acc.space == "global"]
+    weight = sum(c for c, _ in glob)
     features = {"sim_s": compute_s, "launch_s": launch_s, "penalty_s": penalty_s, "uncoalesced": uncoalesced,
-                "threads": float(launch.threads), **cfgmod.cfg_features(graph, path)}
+                "threads": float(launch.threads), **cfgmod.cfg_features(graph, path),
+                # the learned correction's features (gpuprofiler.models.correction.FEATURES)
+                "launch_share": launch_s / predicted, "dram_share": bounds["dram"] / predicted,
+                "cache_share": bounds["cache"] / predicted, "compute_share": compute_s / predicted,
+                "log_work_items": math.log10(max(launch.threads, 1)),
+                "sectors_per_request": sum(c * t for c, t in glob) / weight if weight else 0.0,
+                "occupancy": occ.warps_per_sm / SM_RESOURCES[arch]["max_warps"],
+                "int_share": _int_share(entry)}
 
     # latencies used, and where each came from
     used: dict[str, dict[str, Any]] = {}
@@ -512,6 +521,14 @@ def predict(module: Module, kernel: str | None, launch: Launch, profile: Any | N
                            for ev_ in sim["trace"]]
         result["tasks"] = [t._asdict() for t in tasks.tasks(0, limit=2000)]
     return result
+
+
+def _int_share(entry: Entry) -> float:
+    """Share of the kernel's static instructions that are integer arithmetic (address and index work)."""
+    ops = [i.opcode for i in entry.instructions]
+    ints = [o for o in ops if any(t in o.split(".") for t in ("s32", "u32", "s64", "u64", "b32", "b64"))
+            and not o.startswith(("ld", "st", "atom", "cvta", "mov"))]
+    return len(ints) / len(ops) if ops else 0.0
 
 
 def _compress(seq: list[int]) -> list[int]:
