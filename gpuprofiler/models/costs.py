@@ -13,6 +13,11 @@ the same in both:
   (``bandwidth.by_width``: 1, 2, 4 ... floats per access).
 * **last-level cache**: reads that hit it, over the peak of the profile's bandwidth-against-working-set
   curve (streams that fit the cache); its capacity as streams see it is ``bandwidth.streaming_llc_bytes``.
+  A launch repeated on the same buffers -- as a kernel is measured, and as a program's loop runs it -- finds
+  them all in that cache when together they fit it, and moves nothing from DRAM; when they do not, an LRU
+  cache keeps nothing of a cyclic stream, and every launch reads them from DRAM again (:func:`resident`).
+* The access width matters on a GPU, where each work-item's access is part of a memory request; a CPU's
+  OpenCL compiler vectorises work-items, so there a stream is a stream: the kind's best figure is used.
 """
 
 from __future__ import annotations
@@ -110,10 +115,12 @@ def _kind(hw: HardwareView, kind: str, width_bytes: float | None) -> Figure:
 
 def dram_bandwidth(profile, read_bytes: float, write_bytes: float, width_bytes: float | None = None,
                    default: float | None = None) -> Figure:
-    """Bandwidth for this mix of reads and writes at this access width: time per byte interpolated over the
-    read fraction between the profile's write, copy, triad and read figures (those it has); ``default``
+    """Bandwidth for this mix of reads and writes at this access width (on a GPU): time per byte interpolated
+    over the read fraction between the profile's write, copy, triad and read figures (those it has); ``default``
     (with a reference board's figure) where it has none."""
     hw = view(profile)
+    if hw.kind != "gpu":
+        width_bytes = None
     total = read_bytes + write_bytes
     frac = read_bytes / total if total > 0 else 1.0
     points = []
@@ -161,6 +168,13 @@ def cache_capacity(profile, default: float | None = None) -> Figure:
     if reported:
         return Figure(float(reported), "the driver's reported cache size")
     return Figure(None if default is None else float(default), "reference board L2" if default else "unknown")
+
+
+def resident(footprints: list[float | None], capacity: float | None) -> bool:
+    """Whether a launch repeated on the same buffers finds them in the last-level cache: every buffer's size is
+    known and together they fit its capacity."""
+    return bool(footprints) and capacity is not None and all(f is not None and f > 0 for f in footprints) \
+        and sum(footprints) <= capacity
 
 
 def scattered(profile, bandwidth: float, write: bool = False) -> Figure:

@@ -32,9 +32,14 @@ def test_maxplus_predicts_it(size):
     d = predict("maxplus", size)
     assert d["model"] == "overlap" and d["batches"] == "overlapped"
     assert d["launch_fixed_s"] < d["predicted_s"] < 1.0
-    # one work-item per row: each lane reads its own 128-byte row, so every warp request touches 32 lines
-    assert d["traffic"]["dram_read_bytes"] == pytest.approx(4 * size * 32, rel=0.01)
     assert d["limited_by"] in ("lsu", "dram", "cache")
+    # one work-item per row: each lane reads its own 128-byte row, so every warp request touches 32 lines
+    assert d["traffic"]["l1_request_cycles"] == pytest.approx(size / 32 * 32 * 32, rel=0.01)
+    matrix = 4 * size * 32
+    if d["traffic"]["resident_in_cache"]:  # 2 MiB: it stays in the H100's L2 between launches
+        assert matrix < 50e6 and d["traffic"]["dram_read_bytes"] == 0
+    else:                                  # 128 MiB: read from DRAM once per launch
+        assert d["traffic"]["dram_read_bytes"] == pytest.approx(matrix, rel=0.01)
 
 
 @pytest.mark.nvcc

@@ -8,7 +8,8 @@ hardware profile, for the whole launch:
   last-level cache loses; gathered arrays whose re-reads spread at random hit with an LRU cache's probability
   and miss as scattered sectors; stores whose requests spread over many sectors are written back sector by
   sector. Time from the profile's bandwidth for this read/write mix and access width, and its scattered
-  read/write steps (:mod:`gpuprofiler.models.costs`, shared with the PTX pipeline model).
+  read/write steps (:mod:`gpuprofiler.models.costs`, shared with the PTX pipeline model). A launch whose
+  buffers together fit the last-level cache reads nothing from DRAM when repeated.
 * **last-level cache**: the sectors that miss the work-groups' L1, at the profile's cache bandwidth.
 * **L1 / shared-memory data path** (GPUs): one request takes as many cycles as the 128-byte lines it touches
   (at least its sectors over 4), a shared-memory request as many as its bank-conflict passes; each SM serves one
@@ -27,6 +28,7 @@ from gpuprofiler.models.costs import (
     dram_bandwidth,
     random_hit_rate,
     refetched,
+    resident,
     scattered,
 )
 from gpuprofiler.models.maxplus.graph import Kernel
@@ -111,7 +113,8 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
             lsu_cycles += warps * info.get("warps", 1.0) * info.get("wavefronts", 1.0)
     cached_total = sum(reads[n] * kernel.l1_miss.get(n, 1.0) for n in reads)
     dram_read = dram_write = scattered_reads = scattered_writes = 0.0
-    for name, requested in reads.items():
+    in_cache = resident([kernel.buffers.get(n) for n in set(reads) | set(writes)], cap)
+    for name, requested in ({} if in_cache else reads).items():
         cached = requested * kernel.l1_miss.get(name, 1.0)
         footprint = kernel.buffers.get(name)
         if footprint and name in gathered and cached > footprint:
@@ -122,7 +125,7 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
             dram_read += footprint
         else:
             dram_read += refetched(cached, footprint, cap) if footprint else cached
-    for name, written in writes.items():
+    for name, written in ({} if in_cache else writes).items():
         footprint = kernel.buffers.get(name)
         dram_w = min(written, footprint) if footprint else written
         if name in spread_stores:
@@ -153,7 +156,7 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
     out.traffic = {"dram_read_bytes": dram_read, "dram_write_bytes": dram_write,
                    "dram_scattered_sectors": scattered_reads, "dram_scattered_write_sectors": scattered_writes,
                    "cache_bytes": cached_total + sum(writes.values()), "l1_request_cycles": lsu_cycles,
-                   "access_width_bytes": width}
+                   "access_width_bytes": width, "resident_in_cache": in_cache}
     return out
 
 

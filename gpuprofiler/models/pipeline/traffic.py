@@ -13,6 +13,8 @@ is in a loop):
   LRU cache that the other buffers' streams also pass through (:func:`~gpuprofiler.models.costs.random_hit_rate`),
   and their misses are scattered sector reads, which DRAM serves far slower than streams. A buffer stored
   with requests spread over many lines (a strided store) is written back sector by sector, scattered too.
+  A launch whose buffers together fit the cache finds them there when it is repeated: no DRAM traffic
+  (:func:`~gpuprofiler.models.costs.resident`).
 
 The traffic gives the DRAM and cache time bounds of the launch, and each load's expected latency (L1,
 cache or DRAM latency in the proportion of its sectors served there).
@@ -25,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.models.costs import random_hit_rate, refetched
+from gpuprofiler.models.costs import random_hit_rate, refetched, resident
 from gpuprofiler.models.pipeline.divergence import SECTOR, Access
 from gpuprofiler.models.pipeline.values import POINTER_STRIDE, Launch, ThreadSample
 
@@ -58,12 +60,13 @@ class Traffic:
     dram_scattered_writes: float = 0.0  # sectors written back one by one (strided stores)
     cache_bytes: float = 0.0
     width: float = 4.0            # bytes per lane, weighted by DRAM traffic
+    resident: bool = False        # every buffer stays in the last-level cache between launches: no DRAM traffic
 
     def to_dict(self) -> dict[str, Any]:
         return {"dram_read_bytes": self.dram_read, "dram_write_bytes": self.dram_write,
                 "dram_scattered_sectors": self.dram_scattered,
                 "dram_scattered_write_sectors": self.dram_scattered_writes, "cache_bytes": self.cache_bytes,
-                "access_width_bytes": self.width}
+                "access_width_bytes": self.width, "resident_in_cache": self.resident}
 
 
 def _param_of(addr: np.ndarray | None, mask: np.ndarray, n_params: int) -> int | None:
@@ -146,6 +149,13 @@ def analyse(accesses: dict[int, Access], records: dict[int, dict[str, Any]], cou
     total_sectors = sum(a.cache_bytes for a in out.accesses.values()) / SECTOR
     cap_sectors = capacity / SECTOR if capacity else None
     weight = 0.0
+    if resident([launch.buffers.get(k) if isinstance(k, int) else None for k in by_param], capacity):
+        out.resident = True
+        for accs in by_param.values():
+            for a in accs:
+                a.dram_share = 0.0
+        out.cache_bytes = sum(a.cache_bytes for a in out.accesses.values())
+        return out
     for key, accs in by_param.items():
         footprint = launch.buffers.get(key) if isinstance(key, int) else None
         reads = [a for a in accs if a.kind != "store"]

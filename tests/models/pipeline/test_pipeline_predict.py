@@ -100,6 +100,7 @@ def test_cuda_profile_latencies_replace_the_defaults():
 def test_prediction_is_launch_plus_the_largest_bound_and_strided_stores_are_scattered():
     prof = cuda_profile()
     prof.data["memory"]["write_step_s"] = entry(60e-12, "s", "scattered writes")
+    prof.data["bandwidth"]["streaming_llc_bytes"] = entry(4 << 16, "B", "a cache smaller than both buffers")
     r = predict(module("transpose_naive"), None, Launch((16, 16), (16, 16), {0: 256}, buffers={1: 4 << 16,
                                                                                                 2: 4 << 16}), prof)
     assert r["predicted_s"] == pytest.approx(r["compute_s"] + r["launch_s"] + r["penalty_s"])
@@ -116,11 +117,25 @@ def test_prediction_is_launch_plus_the_largest_bound_and_strided_stores_are_scat
     assert v["uncoalesced"] == 0.0 and v["traffic"]["dram_scattered_write_sectors"] == 0
 
 
+def test_buffers_that_fit_the_cache_stay_there_between_launches():
+    prof = cuda_profile()
+    prof.data["bandwidth"]["streaming_llc_bytes"] = entry(3 << 16, "B", "streams up to 192 KiB stay cached")
+    args = (module("transpose_naive"), None)
+    fits = predict(*args, Launch((16, 16), (16, 16), {0: 256}, buffers={1: 4 << 14, 2: 4 << 14}), prof)
+    assert fits["traffic"]["resident_in_cache"] and fits["dram_s"] == 0.0
+    assert all(v == 0 for k, v in fits["traffic"].items() if k.startswith("dram_") and k.endswith(("bytes", "sectors")))
+    assert fits["traffic"]["cache_bytes"] > 0
+    # together past the capacity (each buffer alone would fit): every launch reads them from DRAM again
+    big = predict(*args, Launch((16, 16), (16, 16), {0: 256}, buffers={1: 4 << 15, 2: 4 << 15}), prof)
+    assert not big["traffic"]["resident_in_cache"] and big["dram_s"] > 0
+
+
 def test_loads_shared_in_a_block_and_along_a_loop_hit_l1():
     # matmul_naive: A[i*n+k] is walked 4 bytes per pass (a new sector every 8th pass), B[k*n+j] is read by every
     # warp of the block at once; what reaches the cache is a fraction of what the warps request
     prof = cuda_profile()
     n = 256
+    prof.data["bandwidth"]["streaming_llc_bytes"] = entry(2 * 4 * n * n, "B", "A and B fit, not with C too")
     r = predict(module("matmul_naive"), None, Launch((n // 16, n // 16), (16, 16), {0: n},
                                                      buffers={1: 4 * n * n, 2: 4 * n * n, 3: 4 * n * n}), prof)
     loads = [a for a in r["accesses"] if a["space"] == "global" and a["kind"] == "load"]
