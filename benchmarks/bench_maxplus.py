@@ -4,22 +4,36 @@
   (a) 10^5 / 9 work-items of the builder's stencil5 graph side by side (I_n (x) K, height 4),
   (b) a random layered graph of 10^5 nodes, 3 arcs into each node, height 999,
   (c) the builder's own matmul_naive graph at n = 25000 (the k-loop unrolled: 10^5 nodes, height ~5*10^4);
-* a dense 512 x 512 max-plus matrix (half epsilon) raised to the 16th power.
+* a dense 512 x 512 max-plus matrix (half epsilon) raised to the 16th power;
+* every builtin kernel spec's prediction (the default overlap model, CUDA sources) at every size of its
+  ``small`` and ``target`` lists with the H100 profile: ``MaxPlusPredictor(backend="cuda").fit(spec,
+  profile).predict([size])``, the graph built from scratch each time. A table sorted by time, the slowest, and
+  exit status 1 if any takes more than ``--limit`` seconds (1 s).
 
-    python benchmarks/bench_maxplus.py
+    python benchmarks/bench_maxplus.py [--only graphs|predictions] [--profile PATH] [--limit 1.0] [--repeat 1]
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from gpuprofiler.models.maxplus import algebra as mp
-from gpuprofiler.models.maxplus.builder import build_spec
-from gpuprofiler.models.maxplus.graph import levels, longest
-from gpuprofiler.workloads.builtin import resolve
-from gpuprofiler.workloads.spec import load_spec
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from gpuprofiler.models.maxplus import algebra as mp  # noqa: E402
+from gpuprofiler.models.maxplus.builder import build_spec  # noqa: E402
+from gpuprofiler.models.maxplus.graph import levels, longest  # noqa: E402
+from gpuprofiler.models.maxplus.predictor import MaxPlusPredictor  # noqa: E402
+from gpuprofiler.profile.file import load_profile  # noqa: E402
+from gpuprofiler.workloads.builtin import builtin_specs, resolve  # noqa: E402
+from gpuprofiler.workloads.spec import load_spec  # noqa: E402
+
+H100_PROFILE = REPO / "results" / "nvidia-h100-80gb-hbm3" / "profile.json"
 
 
 def best_of(fn, repeats=3):
@@ -63,7 +77,7 @@ def unrolled_matmul(n: int):
             np.full(len(g.arcs), 1e-8), g.inputs, g.outputs, loops)
 
 
-def main() -> None:
+def graphs() -> None:
     cases = [("stencil5 x 11111 work-items (I_n (x) K)", replicated("stencil5", 100_000)),
              ("random layered, 100 wide, 3 arcs in", layered(100_000, 100, 3))]
     t0 = time.perf_counter()
@@ -82,5 +96,52 @@ def main() -> None:
     print(f"dense 512 x 512, 16th power (4 squarings): {secs:.3f} s")
 
 
+def one_prediction(spec, profile, size: int) -> MaxPlusPredictor:
+    predictor = MaxPlusPredictor(backend="cuda").fit(spec, profile)
+    predictor.predictions_ = predictor.predict([size])
+    return predictor
+
+
+def predictions(profile_path: Path, limit: float, repeats: int) -> bool:
+    """Times every builtin spec's overlap prediction at each of its sizes; True when all are within ``limit``."""
+    profile = load_profile(profile_path)
+    specs = [load_spec(p) for p in builtin_specs()]
+    one_prediction(specs[0], profile, specs[0].small[0])  # imports and first calls, not timed
+    rows = []
+    for spec in specs:
+        for size in sorted(set(spec.small) | set(spec.target)):
+            secs, predictor = best_of(lambda spec=spec, size=size: one_prediction(spec, profile, size), repeats)
+            nodes = sum(g.size for g in predictor.graphs_[size][1].fragments)
+            rows.append((secs, spec.name, size, nodes, predictor.predictions_[0]))
+    rows.sort(key=lambda r: r[0], reverse=True)
+    print(f"\nmax-plus predictions (overlap model, CUDA sources, {profile_path}), "
+          f"fit + predict, best of {repeats}, slowest first:")
+    print(f"{'kernel':<16} {'size':>10} {'time s':>8} {'nodes':>7} {'predicted s':>12}  limited by")
+    for secs, name, size, nodes, pred in rows:
+        print(f"{name:<16} {size:>10} {secs:>8.3f} {nodes:>7} {pred.seconds:>12.4g}  "
+              f"{pred.details.get('limited_by', '?')}")
+    total = sum(r[0] for r in rows)
+    secs, name, size, _, _ = rows[0]
+    print(f"{len(rows)} predictions in {total:.2f} s; slowest: {name} at {size}, {secs:.3f} s")
+    over = [r for r in rows if r[0] > limit]
+    for secs, name, size, _, _ in over:
+        print(f"TOO SLOW: {name} at {size} took {secs:.3f} s (limit {limit:g} s)")
+    return not over
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", choices=("graphs", "predictions"), help="run one part (default: both)")
+    ap.add_argument("--profile", type=Path, default=H100_PROFILE, help="hardware profile for the predictions")
+    ap.add_argument("--limit", type=float, default=1.0, help="seconds one prediction may take (exit 1 beyond)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per prediction; the fastest is reported")
+    args = ap.parse_args()
+    if args.only != "predictions":
+        graphs()
+    if args.only != "graphs":
+        return 0 if predictions(args.profile, args.limit, args.repeat) else 1
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -92,7 +92,7 @@ def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
     out = tmp_path / "out"
     rows = read_csv(out / "predictions.csv")
     assert list(rows[0]) == ["kernel", "size", "model", "predicted_s", "measured_s", "rel_error",
-                             "interval_low_s", "interval_high_s", "detail"]
+                             "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail"]
     assert {r["model"] for r in rows} == {"fractal", "maxplus"}  # no pipeline on OpenCL
     for row in rows:
         p, m = float(row["predicted_s"]), float(row["measured_s"])

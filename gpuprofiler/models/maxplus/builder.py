@@ -706,7 +706,7 @@ class Interpreter:
             if op in ("<<", ">>") and isinstance(right, int):
                 if isinstance(left, int):
                     return left << right if op == "<<" else left >> right
-                return ix.mul(left, 1 << right) if op == "<<" else ix.div(left, 1 << right)
+                return ix.mul(left, 1 << right) if op == "<<" else ix.floordiv(left, 1 << right)
             if op in ("<", ">", "<=", ">=", "==", "!="):
                 return self.compare(op, left, right)
             if op in ("&", "|", "^") and isinstance(left, int) and isinstance(right, int):

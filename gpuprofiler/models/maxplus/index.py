@@ -118,15 +118,26 @@ def div(a, b):
         return q if (a >= 0) == (b > 0) else -q
     if isinstance(a, Affine) and isinstance(b, int) and b and all(c % b == 0 for c in a.coef) and a.const % b == 0:
         return _make(tuple(c // b for c in a.coef), a.const // b)  # exact (thread ids are non-negative)
+    q = as_sympy(a) / as_sympy(b)
+    return _from_sympy(sympy.Piecewise((sympy.floor(q), q >= 0), (sympy.ceiling(q), True)))
+
+
+def floordiv(a, b):
+    """Division rounding down (an arithmetic right shift: ``a >> k`` is ``floordiv(a, 2**k)``)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b
+    if isinstance(a, Affine) and isinstance(b, int) and b and all(c % b == 0 for c in a.coef) and a.const % b == 0:
+        return _make(tuple(c // b for c in a.coef), a.const // b)
     return _from_sympy(sympy.floor(as_sympy(a) / as_sympy(b)))
 
 
 def mod(a, b):
+    """C remainder: the sign of the dividend, ``a - b * div(a, b)``."""
     if isinstance(a, int) and isinstance(b, int):
         if b == 0:
             raise ZeroDivisionError("index modulo by zero")
         return int(np.fmod(a, b))
-    return _from_sympy(sympy.Mod(as_sympy(a), as_sympy(b)))
+    return _from_sympy(sympy.expand(as_sympy(a) - as_sympy(b) * as_sympy(div(a, b))))
 
 
 def is_number(v) -> bool:
@@ -166,6 +177,19 @@ def coefficients(v) -> tuple[list[Any], Any]:
     return coef, (int(const) if const.is_Integer else None)
 
 
+_FLOORDIV = sympy.Function("floordiv")
+
+
+def _exact_floors(e):
+    """``floor(p/q)`` as the integer floor division ``p // q``: evaluated as written, ``p/q`` is a float and rounds
+    (``floor(bz/3 + 1/3)`` at bz = 5 is floor(1.9999999999999998) = 1, not 2)."""
+    def floordiv(arg):
+        num, den = sympy.fraction(sympy.together(arg))
+        return _FLOORDIV(num, den)
+
+    return e.replace(sympy.floor, floordiv).replace(sympy.ceiling, lambda arg: -floordiv(-arg))
+
+
 def values(v, sample: dict[str, np.ndarray]) -> np.ndarray | None:
     """The index at every sampled work-item (None where it depends on something else than the thread ids)."""
     n = len(sample["lx"])
@@ -176,7 +200,7 @@ def values(v, sample: dict[str, np.ndarray]) -> np.ndarray | None:
     if isinstance(v, sympy.Basic):
         if v.free_symbols - set(THREAD):
             return None
-        fn = sympy.lambdify(THREAD, v, modules="numpy")
+        fn = sympy.lambdify(THREAD, _exact_floors(v), modules=[{"floordiv": np.floor_divide}, "numpy"])
         out = fn(*(sample[s] for s in THREAD_NAMES))
         return np.broadcast_to(np.asarray(out, dtype=np.int64), (n,)).copy()
     return None
