@@ -29,11 +29,11 @@ from gpuprofiler.models.maxplus import algebra as mp  # noqa: E402
 from gpuprofiler.models.maxplus.builder import build_spec  # noqa: E402
 from gpuprofiler.models.maxplus.graph import levels, longest  # noqa: E402
 from gpuprofiler.models.maxplus.predictor import MaxPlusPredictor  # noqa: E402
-from gpuprofiler.profile.file import load_profile  # noqa: E402
-from gpuprofiler.workloads.builtin import builtin_specs, resolve  # noqa: E402
+from gpuprofiler.workloads.builtin import resolve  # noqa: E402
 from gpuprofiler.workloads.spec import load_spec  # noqa: E402
 
-H100_PROFILE = REPO / "results" / "nvidia-h100-80gb-hbm3" / "profile.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from predictions import H100_PROFILE, time_all  # noqa: E402
 
 
 def best_of(fn, repeats=3):
@@ -96,37 +96,10 @@ def graphs() -> None:
     print(f"dense 512 x 512, 16th power (4 squarings): {secs:.3f} s")
 
 
-def one_prediction(spec, profile, size: int) -> MaxPlusPredictor:
-    predictor = MaxPlusPredictor(backend="cuda").fit(spec, profile)
-    predictor.predictions_ = predictor.predict([size])
-    return predictor
-
-
 def predictions(profile_path: Path, limit: float, repeats: int) -> bool:
     """Times every builtin spec's overlap prediction at each of its sizes; True when all are within ``limit``."""
-    profile = load_profile(profile_path)
-    specs = [load_spec(p) for p in builtin_specs()]
-    one_prediction(specs[0], profile, specs[0].small[0])  # imports and first calls, not timed
-    rows = []
-    for spec in specs:
-        for size in sorted(set(spec.small) | set(spec.target)):
-            secs, predictor = best_of(lambda spec=spec, size=size: one_prediction(spec, profile, size), repeats)
-            nodes = sum(g.size for g in predictor.graphs_[size][1].fragments)
-            rows.append((secs, spec.name, size, nodes, predictor.predictions_[0]))
-    rows.sort(key=lambda r: r[0], reverse=True)
-    print(f"\nmax-plus predictions (overlap model, CUDA sources, {profile_path}), "
-          f"fit + predict, best of {repeats}, slowest first:")
-    print(f"{'kernel':<16} {'size':>10} {'time s':>8} {'nodes':>7} {'predicted s':>12}  limited by")
-    for secs, name, size, nodes, pred in rows:
-        print(f"{name:<16} {size:>10} {secs:>8.3f} {nodes:>7} {pred.seconds:>12.4g}  "
-              f"{pred.details.get('limited_by', '?')}")
-    total = sum(r[0] for r in rows)
-    secs, name, size, _, _ = rows[0]
-    print(f"{len(rows)} predictions in {total:.2f} s; slowest: {name} at {size}, {secs:.3f} s")
-    over = [r for r in rows if r[0] > limit]
-    for secs, name, size, _, _ in over:
-        print(f"TOO SLOW: {name} at {size} took {secs:.3f} s (limit {limit:g} s)")
-    return not over
+    return time_all("max-plus predictions (overlap model, CUDA sources)", lambda: MaxPlusPredictor(backend="cuda"),
+                    profile_path, limit, repeats)
 
 
 def main() -> int:
