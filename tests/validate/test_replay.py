@@ -1,0 +1,97 @@
+"""``validate --replay``: stored measurements judged by the models without a device (no OpenCL or CUDA
+module can even be imported in these runs)."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import FIXTURES, H100_PROFILE, POCL_PROFILE, REPO
+
+POCL_LOG = FIXTURES / "replay" / "measurements.jsonl"
+H100_LOG = FIXTURES / "replay" / "h100_subset.jsonl"
+NO_DEVICE = ("import sys; sys.modules.update(pyopencl=None, pycuda=None); "
+             "from gpuprofiler.cli.main import main; sys.exit(main(sys.argv[1:]))")
+
+
+def replay(*args, cwd):
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-c", NO_DEVICE, "validate", *map(str, args)], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def rows(path):
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def medians(log):
+    out = {}
+    for line in log.read_text().splitlines():
+        r = json.loads(line)
+        name = r["kernel"] if r["kernel"] == r["phase"] else f"{r['kernel']}/{r['phase']}"
+        out[(name, r["size"])] = r["median_s"]
+    return out
+
+
+def check_rows(found, log):
+    measured = medians(log)
+    for r in found:
+        pred, meas = float(r["predicted_s"]), float(r["measured_s"])
+        assert pred > 0 and float(r["interval_low_s"]) <= pred <= float(r["interval_high_s"])
+        assert float(r["rel_error"]) == pytest.approx((pred - meas) / meas)
+        if (r["kernel"], int(r["size"])) in measured:  # a whole app's time is the sum of its phases
+            assert meas == pytest.approx(measured[(r["kernel"], int(r["size"]))])
+
+
+def test_pocl_log_replays_with_maxplus_and_fractal(tmp_path):
+    out = tmp_path / "out"
+    done = replay("--replay", POCL_LOG, "--profile", POCL_PROFILE, "--models", "maxplus,fractal,pipeline",
+                  "-o", out, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = rows(out / "predictions.csv")
+    check_rows(found, POCL_LOG)
+    cases = {(r["kernel"], r["model"]) for r in found}
+    # every stored kernel and every kernel phase of the app by max-plus; the fractal fit from the stored sweep
+    assert {("vadd", "maxplus"), ("matmul_naive", "maxplus"), ("cg/spmv", "maxplus"), ("cg/dot_partial", "maxplus"),
+            ("cg/axpy", "maxplus"), ("cg/xpay", "maxplus"), ("vadd", "fractal"), ("cg", "fractal")} <= cases
+    assert not any("memcpy" in r["kernel"] for r in found if r["model"] == "maxplus")
+    assert sum(1 for r in found if r["kernel"] == "vadd" and r["model"] == "maxplus") == 4
+    assert {r["model"] for r in rows(out / "summary.csv")} == {"maxplus", "fractal"}
+    report = (out / "report.md").read_text()
+    assert "pipeline: not run, it models NVIDIA GPUs" in report
+    assert "no device was used" in report and "gpuprofiler measure" in report  # where the times came from
+    assert "Largest size of each kernel" in report
+
+
+@pytest.mark.nvcc
+def test_h100_log_replays_with_both_static_models_and_the_correction(tmp_path):
+    out = tmp_path / "out"
+    done = replay("--replay", H100_LOG, "--profile", H100_PROFILE, "--models", "pipeline,maxplus", "-o", out,
+                  "--fit-correction", out / "correction.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = rows(out / "predictions.csv")
+    check_rows(found, H100_LOG)
+    for model in ("pipeline", "maxplus"):
+        mine = {(r["kernel"], int(r["size"])) for r in found if r["model"] == model}
+        assert {("spmv_csr", 2097152), ("spmv_csr", 4194304), ("matmul_naive", 32), ("cg/spmv", 524288)} <= mine
+        assert all(r["loko_corrected_s"] for r in found if r["model"] == model)
+    data = json.loads((out / "correction.json").read_text())
+    assert {c["model"] for c in data["corrections"]} == {"pipeline", "maxplus"}
+    assert data["meta"]["version"]
+
+
+def test_bad_replays_exit_cleanly(tmp_path):
+    done = replay("--replay", tmp_path / "missing.jsonl", "-o", tmp_path / "o", cwd=tmp_path)
+    assert done.returncode == 2 and "not found" in done.stderr and "Traceback" not in done.stderr
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text('{"hello": 1}\nnot json at all\n')
+    done = replay("--replay", foreign, "--profile", POCL_PROFILE, "-o", tmp_path / "o", cwd=tmp_path)
+    assert done.returncode == 2 and "no measurement records" in done.stderr and "Traceback" not in done.stderr
+    other = tmp_path / "other.jsonl"
+    record = json.loads(POCL_LOG.read_text().splitlines()[0])
+    other.write_text(json.dumps(dict(record, kernel="nobody_knows_me", phase="nobody_knows_me")) + "\n")
+    done = replay("--replay", other, "--profile", POCL_PROFILE, "-o", tmp_path / "o", cwd=tmp_path)
+    assert done.returncode == 2 and "nobody_knows_me" in done.stderr and "Traceback" not in done.stderr
