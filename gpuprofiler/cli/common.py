@@ -21,6 +21,11 @@ def progress(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def warn(message: str) -> None:
+    """A warning on stderr (stdout stays the result, JSON included)."""
+    print(f"gpuprofiler: warning: {message}", file=sys.stderr, flush=True)
+
+
 def int_list(text: str) -> list[int]:
     """argparse type: comma-separated positive integers."""
     try:

@@ -7,7 +7,7 @@ import json
 import math
 import sys
 
-from gpuprofiler.cli.common import add_device, add_profile, find_profile
+from gpuprofiler.cli.common import add_device, add_profile, find_profile, warn
 from gpuprofiler.errors import UserError
 
 
@@ -73,12 +73,15 @@ def run(args: argparse.Namespace) -> int:
     if args.explain:
         d["symbolic"] = total_text(kernel, d["model"], d["batches"])
     if args.correction:
-        from gpuprofiler.models.correction import load
+        from gpuprofiler.models.correction import apply_file
 
-        corr = load(args.correction, "maxplus")
         if "features" not in d:
             raise UserError(f"--correction: the learned correction applies to the overlap model, not {d['model']}")
-        d["corrected_s"] = corr.apply(d["features"], pred.seconds)
+        got = apply_file(args.correction, "maxplus", choice.profile, d["features"], pred.seconds)
+        d["corrected_s"] = got.pop("corrected_s")
+        d["correction"] = got
+        if "warning" in got:
+            warn(f"--correction: {got['warning']}")
     out = {"kernel": spec.name, **d, "notes": kernel.notes, "profile": str(choice.path)}
     if args.json:
         print(json.dumps(out, indent=1))

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpuprofiler.cli.common import add_device, add_profile, find_profile, overrides, parts
+from gpuprofiler.cli.common import add_device, add_profile, find_profile, overrides, parts, warn
 from gpuprofiler.errors import UserError
 from gpuprofiler.workloads.safe_eval import evaluate
 
@@ -155,11 +155,13 @@ def run(args: argparse.Namespace) -> int:
     result["ptx_source"] = src.how
     result["profile"] = str(choice.path)
     if args.correction:
-        from gpuprofiler.models.correction import load
+        from gpuprofiler.models.correction import apply_file
 
-        corr = load(args.correction, "pipeline")
-        result["corrected_s"] = corr.apply(result["features"], result["predicted_s"])
-        result["correction"] = {"file": args.correction, "fitted_on": corr.kernels, "cases": corr.cases}
+        got = apply_file(args.correction, "pipeline", profile, result.get("features"), result["predicted_s"])
+        result["corrected_s"] = got.pop("corrected_s")
+        result["correction"] = got
+        if "warning" in got:
+            warn(f"--correction: {got['warning']}")
     if args.json:
         print(json.dumps(json_ready(result), indent=1))
     else:

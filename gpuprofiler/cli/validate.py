@@ -96,6 +96,22 @@ def _replay(args: argparse.Namespace, models: list[str], outdir: Path) -> int:
                   str(choice.path), notes)
 
 
+def _fit_corrections(rows: list[dict]) -> list:
+    """--fit-correction: one correction per model that reports the features, fitted on every case."""
+    from gpuprofiler.models.correction import fit_all
+    from gpuprofiler.validate import suite
+
+    fitted = []
+    for name in dict.fromkeys(r["model"] for r in rows):
+        samples = suite.correction_samples(rows, name)
+        if samples:
+            fitted.append(fit_all(samples, name))
+    if not fitted:
+        raise UserError("--fit-correction: no model of this run reports the correction's features "
+                        "(the static models pipeline and maxplus do)")
+    return fitted
+
+
 def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: list, device_name: str,
            device_id: str, profile_name: str, notes: list[str]) -> int:
     """predictions.csv, summary.csv and report.md of a run or a replay, and the summary on stdout."""
@@ -106,6 +122,7 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
 
     rows = [r for res in results for r in res.rows]
     notes = suite.add_corrections(rows) + notes
+    fitted = _fit_corrections(rows) if args.fit_correction else []  # refused before any file is written
     summary = suite.summarize(rows)
     write_csv(outdir / "predictions.csv", rows, PREDICTION_COLUMNS)
     write_csv(outdir / "summary.csv", summary, SUMMARY_COLUMNS)
@@ -113,18 +130,9 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
     meta = {"device_name": device_name, "device_id": device_id, "suite": args.suite, "quick": args.quick,
             "profile": profile_name, "command": command_line(), "notes": notes,
             "models": {name: registry.describe(name) for name in models}}
-    if args.fit_correction:
-        from gpuprofiler.models.correction import fit_all, save
+    if fitted:
+        from gpuprofiler.models.correction import save
 
-        fitted = []
-        for name in dict.fromkeys(r["model"] for r in rows):
-            mine = [{"kernel": r["kernel"], "features": r.get("features") or {}, "predicted_s": r["predicted_s"],
-                     "measured_s": r["measured_s"]} for r in rows if r["model"] == name]
-            if any(m["features"] for m in mine):
-                fitted.append(fit_all(mine, name))
-        if not fitted:
-            raise UserError("--fit-correction: no model of this run reports the correction's features "
-                            "(the static models pipeline and maxplus do)")
         path = save(fitted, args.fit_correction, {"device": device_name, "device_id": device_id,
                                                   "profile": profile_name, "command": command_line()})
         meta["notes"].append(f"learned correction fitted on every case written to {path} (models: "

@@ -1,6 +1,7 @@
 """A backend that runs nothing: it records what a program would launch, for static models of whole programs.
 
-Buffers keep the host arrays copied into them (the inputs a kernel would read: a sparse matrix's row pointers);
+Buffers keep the host arrays copied into them (the inputs a kernel would read: a sparse matrix's row pointers),
+and each launch keeps its buffers' contents as they were when it was launched;
 kernels do not run, so a buffer no copy filled reads back as ones (a program that divides by a reduction's
 result keeps going). Every event takes no time.
 """
@@ -70,7 +71,8 @@ class DryBackend(Backend):
 
     def to_device(self, array: np.ndarray, buffer: Buffer | None = None) -> tuple[Buffer, Event]:
         buf = buffer if isinstance(buffer, DryBuffer) else DryBuffer(int(array.nbytes))
-        buf.data = array
+        # integer data (what models read: row pointers, indices) is copied, so later host edits do not reach it
+        buf.data = np.array(array, copy=True) if array.dtype.kind in "iub" else array
         return buf, DryEvent()
 
     def from_device(self, buffer: Buffer, out: np.ndarray) -> Event:
@@ -83,9 +85,11 @@ class DryBackend(Backend):
 
     def launch(self, kernel: Kernel, global_size: Sequence[int], local_size: Sequence[int] | None,
                args: Sequence[Any]) -> Event:
+        # each buffer as it is now: a later copy into it replaces its array, not this launch's
+        snapshot = tuple(DryBuffer(a.nbytes, a.data) if isinstance(a, DryBuffer) else a for a in args)
         self.launches.append(DryLaunch(kernel, tuple(int(g) for g in global_size),
                                        None if local_size is None else tuple(int(x) for x in local_size),
-                                       tuple(args)))
+                                       snapshot))
         return DryEvent()
 
     def finish(self) -> None:

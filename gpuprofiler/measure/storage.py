@@ -87,7 +87,7 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         for line in fh:
             try:
                 records.append(json.loads(line))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 continue
     return records
 

@@ -4,8 +4,10 @@ A small model -- ridge regression of ``log(measured / predicted)`` on features t
 has (the shares of the prediction each bound holds, the launch's size, coalescing, occupancy, instruction
 mix) -- is fitted on measured cases. It is judged only by **leave-one-kernel-out**: every kernel's cases are
 corrected by a fit on the other kernels, its ridge penalty chosen by a leave-one-kernel-out search inside
-those other kernels, so no figure of a kernel ever sees that kernel. A fit on every case is what
-``validate --fit-correction`` writes and ``--correction`` applies.
+those other kernels, so no figure of a kernel ever sees that kernel. A kernel is its code, not its name: cases
+whose kernels have the same canonical code (:mod:`gpuprofiler.models.identity`: an app's copy of a builtin
+kernel) are left out together. A fit on every case is what ``validate --fit-correction`` writes and
+``--correction`` applies.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ FEATURES = ("launch_share", "dram_share", "cache_share", "compute_share", "log_w
 FEATURE_SETS = (FEATURES[:5], FEATURES)
 ALPHAS = (0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
 MAX_LOG_FACTOR = math.log(4.0)  # a correction never scales a prediction by more than 4x either way
+MIN_KERNELS = 4  # leave-one-kernel-out then trains every fold on at least 3 kernels
 
 
 @dataclass
@@ -93,6 +96,43 @@ def _groups(samples: list[dict]) -> list[str]:
     return sorted({s["kernel"] for s in samples})
 
 
+def kernel_groups(samples: list[dict]) -> list[str]:
+    """Each case's kernel for leave-one-kernel-out: names that share a code digest (``code``) are one kernel,
+    labelled by its names joined with '+'."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for s in samples:
+        root(s["kernel"])
+        if s.get("code"):
+            a, b = root(s["kernel"]), root("code:" + str(s["code"]))
+            if a != b:
+                parent[a] = b
+    members: dict[str, set[str]] = {}
+    for s in samples:
+        members.setdefault(root(s["kernel"]), set()).add(s["kernel"])
+    return ["+".join(sorted(members[root(s["kernel"])])) for s in samples]
+
+
+def by_kernel(samples: list[dict]) -> list[dict]:
+    """The cases with ``kernel`` replaced by their leave-one-kernel-out group."""
+    return [dict(s, kernel=g) for s, g in zip(samples, kernel_groups(samples))]
+
+
+def unavailable(samples: list[dict]) -> str | None:
+    """Why no correction can be fitted and judged on these cases (None if one can)."""
+    good = usable(samples)
+    kernels = len(_groups(by_kernel(good)))
+    if len(good) < len(samples) or kernels < MIN_KERNELS:
+        return (f"{len(good)} of {len(samples)} cases with its features, {kernels} kernels; it needs every case "
+                f"and at least {MIN_KERNELS} kernels")
+    return None
+
+
 def _loko_factors(samples: list[dict], model: str, alpha: float, features: tuple[str, ...]) -> np.ndarray:
     """Each case's correction factor from a fit on the other kernels at a fixed penalty and feature set."""
     out = np.ones(len(samples))
@@ -123,6 +163,7 @@ def choose(samples: list[dict], model: str) -> tuple[float, tuple[str, ...]]:
 def leave_one_kernel_out(samples: list[dict], model: str) -> np.ndarray:
     """Each case's corrected prediction from a correction that never saw its kernel: fitted on the other kernels,
     with its penalty and feature set chosen by leave-one-kernel-out among those other kernels only (nested)."""
+    samples = by_kernel(samples)
     out = np.array([s["predicted_s"] for s in samples], dtype=float)
     for k in _groups(samples):
         train = [s for s in samples if s["kernel"] != k]
@@ -137,10 +178,10 @@ def leave_one_kernel_out(samples: list[dict], model: str) -> np.ndarray:
 
 def fit_all(samples: list[dict], model: str) -> Correction:
     """The correction fitted on every case (penalty and features by leave-one-kernel-out), for --fit-correction."""
-    samples = usable(samples)
-    if len(_groups(samples)) < 3:
-        raise UserError(f"{model}: a correction needs measured cases of at least 3 kernels, "
-                        f"found {len(_groups(samples))}")
+    why = unavailable(samples)
+    if why:
+        raise UserError(f"{model}: no learned correction ({why})")
+    samples = by_kernel(samples)
     return fit(samples, model, *choose(samples, model))
 
 
@@ -157,22 +198,49 @@ def load(path: str | Path, model: str) -> Correction:
     """The correction of ``model`` in a file written by ``validate --fit-correction`` (read as data)."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"--correction: file not found: {path}") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UserError(f"--correction {path}: not a correction file ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # JSON and UTF-8 errors are ValueErrors
+        raise UserError(f"--correction {path}: not a correction file ({type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("kind") != "gpuprofiler correction":
         raise UserError(f"--correction {path}: not a correction file (write one with validate --fit-correction)")
     for c in data.get("corrections", []):
         if isinstance(c, dict) and c.get("model") == model:
             try:
                 corr = Correction(**c)
+                if not corr.meta and isinstance(data.get("meta"), dict):
+                    corr.meta = dict(data["meta"])  # the file's: device, profile, command
                 if not (len(corr.features) == len(corr.mean) == len(corr.scale) == len(corr.weights)):
                     raise ValueError("feature lists of different lengths")
-                if not all(f in FEATURES for f in corr.features):
-                    raise ValueError(f"unknown features {sorted(set(corr.features) - set(FEATURES))}")
+                if not all(isinstance(f, str) and f in FEATURES for f in corr.features):
+                    raise ValueError(f"unknown features {sorted(map(str, set(corr.features) - set(FEATURES)))}")
+                numbers = [*corr.mean, *corr.scale, *corr.weights, corr.intercept, corr.alpha]
+                if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                           for v in numbers):
+                    raise ValueError("its numbers must be finite")
+                if not all(v > 0 for v in corr.scale):
+                    raise ValueError("its feature scales must be positive")
+                if not isinstance(corr.meta, dict):
+                    raise ValueError("meta must be a table")
                 return corr
-            except (TypeError, ValueError) as exc:
+            except (TypeError, ValueError, AttributeError) as exc:
                 raise UserError(f"--correction {path}: the {model} correction is malformed ({exc})") from None
     raise UserError(f"--correction {path}: no correction for the {model} model in the file")
+
+
+def apply_file(path: str | Path, model: str, profile: Any, features: dict[str, float] | None,
+               predicted_s: float) -> dict[str, Any]:
+    """``--correction FILE`` on one prediction: the corrected time, the file, what it was fitted on, and a
+    warning when it was fitted on another device than the profile's."""
+    corr = load(path, model)
+    if not features:
+        raise UserError(f"--correction: this {model} prediction reports no features for the correction")
+    out = {"corrected_s": corr.apply(features, predicted_s), "file": str(path), "fitted_on": corr.kernels,
+           "cases": corr.cases}
+    fitted_device = corr.meta.get("device")
+    device = ((getattr(profile, "data", None) or {}).get("device") or {}).get("name")
+    if fitted_device and device and fitted_device != device:
+        out["warning"] = (f"the correction was fitted on {fitted_device}, the profile is of {device}: "
+                          "it may not carry over")
+    return out

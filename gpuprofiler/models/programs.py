@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import Prediction
+from gpuprofiler.models.identity import kernel_code
 from gpuprofiler.workloads.trace import TracedLaunch, trace_app
 
 COPIES_NOTE = "copies between host and device are not modelled: only kernel phases are predicted"
@@ -78,6 +79,16 @@ def _key(launch: TracedLaunch) -> tuple:
             tuple(args))
 
 
+def _mean_features(launches: list[tuple[float, dict | None]]) -> dict[str, float] | None:
+    """A phase's features: its launches' features weighted by their predicted times (None if one has none)."""
+    if not launches or any(f is None for _, f in launches):
+        return None
+    total = sum(t for t, _ in launches)
+    weights = [t / total if total > 0 else 1 / len(launches) for t, _ in launches]
+    keys = set.intersection(*(set(f) for _, f in launches))
+    return {k: float(sum(w * f[k] for w, (_, f) in zip(weights, launches))) for k in sorted(keys)}
+
+
 def predict_program(app: Any, size: int, kind: str, model: str,
                     predict_launch: Callable[[TracedLaunch], Prediction]) -> Prediction:
     """The app at ``size``: each kernel phase's predicted time (``details["phases"]``) and their sum."""
@@ -86,17 +97,25 @@ def predict_program(app: Any, size: int, kind: str, model: str,
         raise UserError(f"{app.path}: the program launched no kernel at size {size}")
     done: dict[tuple, Prediction] = {}
     phases: dict[str, dict[str, Any]] = {}
+    weighted: dict[str, list[tuple[float, dict | None]]] = {}
+    codes: dict[str, set[str]] = {}
     for launch in launches:
         key = _key(launch)
         if key not in done:
             done[key] = predict_launch(launch)
         p = done[key]
         ph = phases.setdefault(launch.phase, {"predicted_s": 0.0, "interval_s": [0.0, 0.0], "calls": 0,
-                                              "summary": p.summary, "features": p.details.get("features")})
+                                              "summary": p.summary, "features": None, "kernel_code": None})
         ph["predicted_s"] += p.seconds
         ph["interval_s"][0] += p.low
         ph["interval_s"][1] += p.high
         ph["calls"] += 1
+        feats = p.details.get("features")
+        weighted.setdefault(launch.phase, []).append((p.seconds, feats if isinstance(feats, dict) else None))
+        codes.setdefault(launch.phase, set()).add(kernel_code(launch.kernel.source, launch.kernel.name))
+    for name, ph in phases.items():
+        ph["features"] = _mean_features(weighted[name])
+        ph["kernel_code"] = "+".join(sorted(codes[name]))
     total = sum(ph["predicted_s"] for ph in phases.values())
     low = sum(ph["interval_s"][0] for ph in phases.values())
     high = sum(ph["interval_s"][1] for ph in phases.values())

@@ -77,11 +77,12 @@ def render_pipeline(r: dict[str, Any], explain: bool = False, trace: bool = Fals
                  f"defaults ({r['arch']}): {', '.join(lat['defaults']) or 'none'}")
     if explain:
         lines.append("hardware:")
-        for key in ("sms", "clock_hz", "read_Bps", "write_Bps", "load_latency_cycles", "store_latency_cycles",
-                    "launch_per_thread_s", "launch_fixed_s"):
-            skey = {"load_latency_cycles": "load_latency", "store_latency_cycles": "store_latency",
-                    "launch_per_thread_s": "launch", "launch_fixed_s": "launch"}.get(key, key)
+        for key in ("sms", "clock_hz", "read_Bps", "write_Bps", "load_latency_cycles", "store_latency_cycles"):
+            skey = {"load_latency_cycles": "load_latency", "store_latency_cycles": "store_latency"}.get(key, key)
             lines.append(f"  {key:<22} {hw[key]:<14.6g} {hw['sources'].get(skey, '')}")
+        lines.append(f"  {'launch_fixed_s':<22} {r['launch_s']:<14.6g} "
+                     f"{r.get('traffic', {}).get('launch_source', '')}")
+        lines.append(f"  {'dispatch_s':<22} {r.get('dispatch_s', 0.0):<14.6g} (overlaps the work)")
         lines.append("latencies used (cycles, source):")
         for u in lat["used"]:
             lines.append(f"  {u['opcode']:<22} {u['unit']:<8} {u['cycles']:<8g} {u['source']}")

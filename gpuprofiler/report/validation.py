@@ -114,7 +114,8 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
              "## Summary", "",
              "Corrected: the static prediction times a learned correction (ridge regression of the log ratio on the "
              "model's own features) fitted without the case's kernel: leave-one-kernel-out, so no kernel's "
-             "corrected figure has seen that kernel.", "",
+             "corrected figure has seen that kernel (a kernel is its code: an app's copy of a builtin kernel is left "
+             "out with it).", "",
              "| model | cases | MAPE | median abs error | max abs error | inside interval | corrected MAPE | "
              "corrected median | corrected max |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -10,6 +10,7 @@ files and report come out: this is how a model is checked against GPU data one d
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,25 +21,60 @@ from gpuprofiler.validate.suite import ItemResult, predict_item, suite_paths
 from gpuprofiler.workloads.sweep import Sweep, from_records, load_target
 
 
-def read_log(path: str | Path) -> list[dict]:
-    """The log's kernel and app records; a missing, empty or foreign file is a UserError."""
+def problem(r: Any) -> str | None:
+    """Why a log line is not a usable measurement record (None if it is one)."""
+    if not isinstance(r, dict) or not {"kernel", "phase", "size", "samples_s"} <= set(r):
+        return "not a measurement record"
+    if not all(isinstance(r[k], str) and r[k] for k in ("kernel", "phase")):
+        return "kernel and phase must be names"
+    size = r["size"]
+    if isinstance(size, bool) or not isinstance(size, (int, float)) or size != size or size < 1 \
+            or size != int(size):
+        return "size is not a positive integer"
+    samples = r["samples_s"]
+    if not isinstance(samples, list) or not samples or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and 0 < x < math.inf for x in samples):
+        return "samples_s must be a list of positive times"
+    work = r.get("work")
+    if work is not None and (isinstance(work, bool) or not isinstance(work, (int, float)) or not 0 <= work < math.inf):
+        return "work must be a non-negative number"
+    if r.get("device") is not None and not isinstance(r["device"], dict):
+        return "device must be a table"
+    return None
+
+
+def read_log(path: str | Path, say: Callable[[str], None] = lambda m: None) -> list[dict]:
+    """The log's kernel and app records; a missing, empty or foreign file is a UserError, and lines that are
+    not measurements are skipped with a note."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"--replay: measurements file not found: {path}")
-    records = [r for r in read_records(path) if isinstance(r, dict) and {"kernel", "phase", "size", "samples_s"}
-               <= set(r) and r.get("samples_s")]
+    try:
+        lines = read_records(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"--replay {path}: cannot read the file ({type(exc).__name__})") from None
+    records, bad = [], {}
+    for r in lines:
+        why = problem(r)
+        if why is None:
+            records.append(dict(r, size=int(r["size"])))
+        else:
+            bad[why] = bad.get(why, 0) + 1
     if not records:
-        raise UserError(f"--replay {path}: no measurement records in the file")
+        detail = f" ({'; '.join(bad)})" if bad else ""
+        raise UserError(f"--replay {path}: no measurement records in the file{detail}")
+    if bad:
+        say(f"replay: {sum(bad.values())} line(s) skipped: " + "; ".join(f"{n} {why}" for why, n in bad.items()))
     return records
 
 
 def logged_device(records: list[dict]) -> dict:
     """The device the log's records were measured on (the last record's); a log of several devices is refused."""
-    ids = {(r.get("device") or {}).get("id") for r in records}
+    ids = {(r.get("device") or {}).get("id") for r in records} - {None}
     if len(ids) > 1:
         raise UserError(f"--replay: the log holds measurements of several devices ({', '.join(map(str, ids))}); "
                         "replay one device's log at a time")
-    return records[-1].get("device") or {}
+    return next((r["device"] for r in reversed(records) if r.get("device")), {})
 
 
 def latest_per_size(records: list[dict]) -> dict[int, list[dict]]:
@@ -55,7 +91,7 @@ def latest_per_size(records: list[dict]) -> dict[int, list[dict]]:
 def replay(log: str | Path, profile: Any, models: list[str], suite: str = "builtin",
            items: list[str] | None = None, say: Callable[[str], None] = lambda m: None) -> list[ItemResult]:
     """Predict every item of ``suite`` found in the log (by name) with every model, from the log's times."""
-    records = read_log(log)
+    records = read_log(log, say)
     named = {}
     for path in suite_paths(suite, items):
         item = load_target(path)
@@ -63,7 +99,8 @@ def replay(log: str | Path, profile: Any, models: list[str], suite: str = "built
     logged = {r["kernel"] for r in records}
     missing = sorted(logged - set(named))
     if missing:
-        say(f"replay: no spec or app in the suite for {', '.join(missing)}: skipped")
+        where = "in the suite or among --items" if items else "in the suite"
+        say(f"replay: skipped, not {where}: {', '.join(missing)}")
     results = []
     for name, (path, item) in named.items():
         mine = [r for r in records if r["kernel"] == name]

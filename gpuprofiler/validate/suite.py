@@ -248,7 +248,7 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
     phases = p.details.get("phases") if isinstance(p.details.get("phases"), dict) else None
     if not phases:
         row = _row(item, model, p.size, p.seconds, (p.low, p.high), measured.total_summary().median, p.summary)
-        return [{**row, "features": p.details.get("features")}]
+        return [{**row, "features": p.details.get("features"), "kernel_code": p.details.get("kernel_code")}]
     out = []
     for phase, got in phases.items():
         if phase not in measured.phases:
@@ -259,7 +259,8 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
         seen = float(np.median(measured.phases[phase][0]))
         if seen > 0:
             out.append({**_row(f"{item}/{phase}", model, p.size, got["predicted_s"], got["interval_s"], seen,
-                               got.get("summary", p.summary)), "features": got.get("features")})
+                               got.get("summary", p.summary)), "features": got.get("features"),
+                        "kernel_code": got.get("kernel_code")})
     return out
 
 
@@ -290,6 +291,15 @@ def _row(kernel: str, model: str, size: int, predicted: float, interval, measure
             "interval_low_s": float(lo), "interval_high_s": float(hi), "detail": detail}
 
 
+def correction_samples(rows: list[dict], model: str) -> list[dict]:
+    """The cases of ``model`` as the learned correction takes them; none if the model reports no features."""
+    mine = [r for r in rows if r["model"] == model]
+    if not any(r.get("features") for r in mine):
+        return []
+    return [{"kernel": r["kernel"], "code": r.get("kernel_code"), "features": r.get("features") or {},
+             "predicted_s": r["predicted_s"], "measured_s": r["measured_s"], "row": r} for r in mine]
+
+
 def add_corrections(rows: list[dict]) -> list[str]:
     """Each model whose every case carries the correction's features gets, per row, the prediction corrected by
     a learned correction that never saw the row's kernel (``loko_corrected_s``, ``loko_rel_error``); the other
@@ -299,18 +309,14 @@ def add_corrections(rows: list[dict]) -> list[str]:
         r.setdefault("loko_corrected_s", math.nan)
         r.setdefault("loko_rel_error", math.nan)
     for model in dict.fromkeys(r["model"] for r in rows):
-        mine = [r for r in rows if r["model"] == model]
-        samples = [{"kernel": r["kernel"], "features": r.get("features") or {}, "predicted_s": r["predicted_s"],
-                    "measured_s": r["measured_s"], "row": r} for r in mine]
-        good = correction.usable(samples)
-        kernels = {s["kernel"] for s in good}
-        if not any(r.get("features") for r in mine):
+        samples = correction_samples(rows, model)
+        if not samples:
             continue
-        if len(good) < len(mine) or len(kernels) < 4:
-            notes.append(f"{model}: no learned correction ({len(good)} of {len(mine)} cases with its features, "
-                         f"{len(kernels)} kernels; it needs every case and at least 4 kernels)")
+        why = correction.unavailable(samples)
+        if why:
+            notes.append(f"{model}: no learned correction ({why})")
             continue
-        for s, corrected in zip(good, correction.leave_one_kernel_out(good, model)):
+        for s, corrected in zip(samples, correction.leave_one_kernel_out(samples, model)):
             s["row"]["loko_corrected_s"] = float(corrected)
             s["row"]["loko_rel_error"] = (float(corrected) - s["measured_s"]) / s["measured_s"]
     return notes

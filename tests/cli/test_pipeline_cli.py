@@ -25,7 +25,7 @@ def test_json_on_a_fixture_with_the_pocl_profile(tmp_path):
     assert "mad.lo.s32" in lat["defaults"] and "mad.lo.s32" not in lat["from_profile"]
     assert all(u["source"].startswith("default sm_90") for u in lat["used"] if u["unit"] not in ("ldg", "stg"))
     assert any("not a GPU" in w and "defaults" in w for w in r["warnings"])
-    assert r["hardware"]["sources"]["launch"].startswith("profile launch")
+    assert r["traffic"]["launch_source"].startswith("fixed: ") and "launch.event_s" in r["traffic"]["launch_source"]
     assert set(r["units"]) >= {"ldg", "stg", "int"} and 0 < r["units"]["stg"]["utilization"] <= 1
 
 

@@ -83,9 +83,10 @@ def test_leave_one_kernel_out_learns_a_law_shared_by_kernels():
 
 def test_too_few_kernels_and_unusable_cases():
     rng = np.random.default_rng(5)
-    data = samples(rng, kernels=2)
-    with pytest.raises(UserError, match="at least 3 kernels"):
+    data = samples(rng, kernels=3)
+    with pytest.raises(UserError, match="3 kernels; it needs every case and at least 4 kernels"):
         C.fit_all(data, "m")
+    assert C.unavailable(samples(rng, kernels=4)) is None
     bad = samples(rng, kernels=1, per=3)
     bad[0]["features"]["occupancy"] = math.nan
     bad[1]["predicted_s"] = 0.0
@@ -99,9 +100,10 @@ def test_saved_file_round_trips_and_records_where_it_came_from(tmp_path):
     c = C.fit_all(data, "pipeline")
     path = C.save([c], tmp_path / "sub" / "correction.json", {"replay": "log.jsonl"})
     loaded = C.load(path, "pipeline")
-    assert loaded == c
     meta = json.loads(path.read_text())["meta"]
-    assert {"version", "date", "replay"} <= set(meta)
+    assert {"version", "date", "replay"} <= set(meta) and loaded.meta == meta
+    loaded.meta = {}
+    assert loaded == c
 
 
 @pytest.mark.parametrize("text, message", [
@@ -114,6 +116,13 @@ def test_saved_file_round_trips_and_records_where_it_came_from(tmp_path):
      ' "scale": [1], "weights": [1], "intercept": 0, "alpha": 1}]}', "unknown features"),
     ('{"kind": "gpuprofiler correction", "corrections": [{"model": "pipeline", "features": ["occupancy"],'
      ' "mean": [0, 1], "scale": [1], "weights": [1], "intercept": 0, "alpha": 1}]}', "different lengths"),
+    ('{"kind": "gpuprofiler correction", "corrections": [{"model": "pipeline", "features": ["occupancy"],'
+     ' "mean": ["a"], "scale": [1], "weights": [1], "intercept": 0, "alpha": 1}]}', "finite"),
+    ('{"kind": "gpuprofiler correction", "corrections": [{"model": "pipeline", "features": ["occupancy"],'
+     ' "mean": [0], "scale": [0], "weights": [1], "intercept": 0, "alpha": 1}]}', "scales must be positive"),
+    ('{"kind": "gpuprofiler correction", "corrections": [{"model": "pipeline", "features": ["occupancy"],'
+     ' "mean": [0], "scale": [1], "weights": [NaN], "intercept": 0, "alpha": 1}]}', "finite"),
+    ("[" * 100000, "not a correction file"),
 ])
 def test_bad_correction_files_are_user_errors(tmp_path, text, message):
     path = tmp_path / "c.json"
@@ -121,3 +130,27 @@ def test_bad_correction_files_are_user_errors(tmp_path, text, message):
         path.write_text(text)
     with pytest.raises(UserError, match=message):
         C.load(path, "pipeline")
+
+
+def test_a_file_that_is_not_text_is_a_user_error(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_bytes(b"\xff\xfe\x00\x81")
+    with pytest.raises(UserError, match="not a correction file"):
+        C.load(path, "pipeline")
+
+
+def test_kernels_with_the_same_code_are_left_out_together():
+    rng = np.random.default_rng(7)
+    data = samples(rng, kernels=6, weights={f: 0.2 for f in C.FEATURES}, noise=0.05)
+    for s in data:  # k1 and k4 are one kernel under two names (an app's copy of a builtin)
+        s["code"] = "same" if s["kernel"] in ("k1", "k4") else s["kernel"]
+    assert set(C.kernel_groups(data)) == {"k0", "k1+k4", "k2", "k3", "k5"}
+    base = C.leave_one_kernel_out(data, "m")
+    changed = [dict(s, measured_s=s["measured_s"] * 7.0) if s["kernel"] == "k4" else s for s in data]
+    again = C.leave_one_kernel_out(changed, "m")
+    k1 = [i for i, s in enumerate(data) if s["kernel"] == "k1"]
+    assert again[k1] == pytest.approx(base[k1], rel=1e-12)  # k1's figure never saw its copy k4
+    # without the code, k4's measurements would have reached k1's correction
+    plain = [{k: v for k, v in s.items() if k != "code"} for s in data]
+    moved = [{k: v for k, v in s.items() if k != "code"} for s in changed]
+    assert not np.allclose(C.leave_one_kernel_out(moved, "m")[k1], C.leave_one_kernel_out(plain, "m")[k1])

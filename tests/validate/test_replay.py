@@ -95,3 +95,42 @@ def test_bad_replays_exit_cleanly(tmp_path):
     other.write_text(json.dumps(dict(record, kernel="nobody_knows_me", phase="nobody_knows_me")) + "\n")
     done = replay("--replay", other, "--profile", POCL_PROFILE, "-o", tmp_path / "o", cwd=tmp_path)
     assert done.returncode == 2 and "nobody_knows_me" in done.stderr and "Traceback" not in done.stderr
+    out = tmp_path / "few"
+    done = replay("--replay", POCL_LOG, "--profile", POCL_PROFILE, "--models", "maxplus", "--items", "vadd",
+                  "-o", out, "--fit-correction", out / "c.json", cwd=tmp_path)
+    assert done.returncode == 2 and "at least 4 kernels" in done.stderr and "Traceback" not in done.stderr
+    assert not (out / "predictions.csv").exists() and not (out / "c.json").exists()  # refused before writing
+
+
+GOOD = {"kernel": "vadd", "phase": "vadd", "size": 1024, "samples_s": [1e-5, 2e-5], "device": {"id": "x"}}
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"size": "abc"}, "size"), ({"size": None}, "size"), ({"size": 0}, "size"), ({"size": -5}, "size"),
+    ({"size": 10.5}, "size"), ({"size": True}, "size"), ({"kernel": ["vadd"]}, "names"), ({"phase": ""}, "names"),
+    ({"samples_s": []}, "samples_s"), ({"samples_s": 0.001}, "samples_s"), ({"samples_s": ["x"]}, "samples_s"),
+    ({"samples_s": [0.0, 1e-5]}, "samples_s"), ({"samples_s": [float("inf")]}, "samples_s"),
+    ({"device": "pocl"}, "device"), ({"work": "lots"}, "work"), ({"work": -1}, "work"),
+])
+def test_records_that_are_not_measurements_are_named(change, why):
+    from gpuprofiler.validate.replay import problem
+
+    assert problem(GOOD) is None and problem(dict(GOOD, size=2048.0)) is None
+    assert why in problem(dict(GOOD, **change))
+
+
+def test_a_log_keeps_its_good_records_and_says_what_it_skipped(tmp_path):
+    from gpuprofiler.errors import UserError
+    from gpuprofiler.validate.replay import logged_device, read_log
+
+    log = tmp_path / "m.jsonl"
+    log.write_text("\n".join([json.dumps(GOOD), json.dumps(dict(GOOD, size=0)), "[" * 5000, "{torn",
+                              json.dumps(dict(GOOD, size=4096.0, device=None))]) + "\n")
+    said = []
+    records = read_log(log, said.append)
+    assert [r["size"] for r in records] == [1024, 4096] and isinstance(records[1]["size"], int)
+    assert said == ["replay: 1 line(s) skipped: 1 size is not a positive integer"]
+    assert logged_device(records) == {"id": "x"}  # a record without a device is not another device
+    log.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(UserError, match="cannot read"):
+        read_log(log)

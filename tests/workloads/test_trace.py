@@ -84,3 +84,55 @@ def test_program_prediction_sums_phases_and_predicts_each_distinct_launch_once()
     assert p.seconds == pytest.approx(sum(ph["predicted_s"] for ph in phases.values()))
     assert p.details["launches"] == 120 and len(seen) == p.details["distinct_launches"] < 120
     assert COPIES_NOTE in p.details["notes"]
+    assert all(ph["features"] == {"x": pytest.approx(1.0)} and len(ph["kernel_code"]) == 16 for ph in phases.values())
+    assert len({ph["kernel_code"] for ph in phases.values()}) == 4
+
+
+def test_a_phase_of_several_kernels_weights_their_features_by_time():
+    from gpuprofiler.models.programs import _mean_features
+
+    assert _mean_features([(1.0, {"a": 0.0, "b": 1.0}), (3.0, {"a": 1.0})]) == {"a": 0.75}
+    assert _mean_features([(0.0, {"a": 2.0}), (0.0, {"a": 4.0})]) == {"a": 3.0}
+    assert _mean_features([(1.0, {"a": 1.0}), (1.0, None)]) is None
+
+
+def test_each_launch_keeps_its_buffers_contents_at_launch_time():
+    backend = DryBackend("opencl")
+    host = np.array([0, 1, 2], np.int32)
+    buf, _ = backend.to_device(host)
+    host[1] = 99  # a host edit after the copy does not reach the device
+    kernel = backend.compile("__kernel void k(__global const int *p) {}", "k")
+    backend.launch(kernel, (2,), None, [buf])
+    backend.to_device(np.array([0, 64, 128], np.int32), buf)
+    backend.launch(kernel, (2,), None, [buf])
+    first, second = (launch.args[0].data for launch in backend.launches)
+    assert list(first) == [0, 1, 2] and list(second) == [0, 64, 128]
+
+
+def test_launches_that_differ_only_in_buffer_contents_are_predicted_apart(tmp_path):
+    (tmp_path / "rows.cl").write_text(
+        "__kernel void rows(int n, __global const int *rowptr, __global float *y) {\n"
+        "  int i = get_global_id(0); float s = 0.0f;\n"
+        "  for (int k = rowptr[i]; k < rowptr[i + 1]; ++k) s += 1.0f;\n  y[i] = s;\n}\n")
+    (tmp_path / "two.py").write_text(
+        "import numpy as np\nNAME = 'two'\nSMALL = [64, 128]\nTARGET = [256]\n"
+        "def run(ctx, n):\n"
+        "    k = ctx.compile(ctx.source('rows'), 'rows')\n"
+        "    d_rows = ctx.to_device(np.arange(n + 1, dtype=np.int32))\n"
+        "    y = ctx.empty(n, np.float32)\n"
+        "    with ctx.region('short'):\n"
+        "        ctx.launch(k, (n,), (64,), np.int32(n), d_rows, y)\n"
+        "    ctx.to_device(64 * np.arange(n + 1, dtype=np.int32), d_rows)\n"
+        "    with ctx.region('long'):\n"
+        "        ctx.launch(k, (n,), (64,), np.int32(n), d_rows, y)\n"
+        "    return {}\n")
+    seen = []
+
+    def per_launch(launch):
+        rowptr = next(a.data for a in launch.args if isinstance(getattr(a, "data", None), np.ndarray))
+        seen.append(int(rowptr[1] - rowptr[0]))
+        return Prediction(64, 1e-6 * seen[-1], 1e-6, 1e-4, "toy")
+
+    p = predict_program(load_app(tmp_path / "two.py"), 64, "opencl", "toy", per_launch)
+    assert seen == [1, 64] and p.details["distinct_launches"] == 2
+    assert p.details["phases"]["long"]["predicted_s"] == pytest.approx(64 * p.details["phases"]["short"]["predicted_s"])

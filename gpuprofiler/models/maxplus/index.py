@@ -58,10 +58,6 @@ def _make(coef: tuple[int, ...], const: int):
     return Affine(coef, const) if any(coef) else const
 
 
-def is_index(v: Any) -> bool:
-    return isinstance(v, (int, Affine)) or isinstance(v, sympy.Basic)
-
-
 def as_sympy(v):
     if isinstance(v, Affine):
         return v.sympy()

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
+from gpuprofiler.models.identity import spec_code
 from gpuprofiler.models.maxplus.builder import build, build_spec, parameter_names
 from gpuprofiler.models.maxplus.models import DEFAULT_MODEL, MODELS, parameters, predict
 from gpuprofiler.models.programs import bind, predict_program
@@ -100,5 +101,6 @@ class MaxPlusPredictor(Predictor):
             params = parameters(self.profile_, kernel, self.n, self.line_bytes)
             pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches)
             pred.details["notes"] = list(kernel.notes)
+            pred.details["kernel_code"] = spec_code(self.spec_, self.kind_)
             out.append(pred)
         return out

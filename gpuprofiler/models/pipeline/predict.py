@@ -1,11 +1,12 @@
 """The PTX pipeline model end to end: PTX + launch + hardware profile -> cycles, seconds and their parts.
 
-predicted_s = simulated cycles of the busiest SM / SM clock + launch overhead (the profile's linear
-fit a*threads + b) + memory penalty (the sectors that non-coalesced global requests move beyond the
-coalesced minimum, at the profile's bandwidth). Every hardware figure carries its source: the
-profile where it measured it, else a documented default for the compute capability.
+predicted_s = launch fixed time + max(dispatch, simulated cycles of the busiest SM / SM clock, DRAM time,
+cache time) (``gpuprofiler/models/costs.py``, shared with the max-plus model: the profile's empty-kernel event
+time, its time per work-group, and the bandwidths for the kernel's read/write mix and access width over the
+traffic of ``traffic.py``). Every hardware figure carries its source: the profile where it measured it, else
+a documented default for the compute capability.
 
-The interval is what the profile's measured intervals of the clock, the launch fit and the bandwidth
+The interval is what the profile's measured intervals of the clock, the launch figures and the bandwidth
 leave open, the simulated cycles held fixed; ``features`` summarises the prediction's parts and the path.
 """
 
@@ -21,7 +22,6 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.costs import (
-    PAPER_LAUNCH,
     cache_bandwidth,
     cache_capacity,
     dram_bandwidth,
@@ -67,8 +67,6 @@ class Hardware:
     write_Bps: float
     load_latency: float
     store_latency: float
-    launch_per_thread_s: float
-    launch_fixed_s: float
     sources: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -76,8 +74,7 @@ class Hardware:
     def to_dict(self) -> dict[str, Any]:
         return {"arch": self.arch, "sms": self.sms, "clock_hz": self.clock_hz, "schedulers": self.schedulers,
                 "read_Bps": self.read_Bps, "write_Bps": self.write_Bps, "load_latency_cycles": self.load_latency,
-                "store_latency_cycles": self.store_latency, "launch_per_thread_s": self.launch_per_thread_s,
-                "launch_fixed_s": self.launch_fixed_s, "sources": self.sources}
+                "store_latency_cycles": self.store_latency, "sources": self.sources}
 
     def bound(self, name: str) -> tuple[float, float]:
         return self.bounds.get(name, (getattr(self, name), getattr(self, name)))
@@ -157,22 +154,12 @@ def hardware(profile: Any | None, arch: str | None, working_set: float | None = 
         store, src["store_latency"] = s * hz, "profile memory.write_s x clock"
     else:
         store, src["store_latency"] = float(lat_default["dram"]), f"default {arch} (DRAM)"
-    per_thread, fixed = hw.figure("launch.per_thread_s"), hw.figure("launch.fixed_s")
-    if positive(per_thread) and fixed.ok:
-        a, b = per_thread.value, max(fixed.value, 0.0)
-        src["launch"] = "profile launch.per_thread_s, launch.fixed_s (linear fit)"
-        for name, fig in (("launch_per_thread_s", per_thread), ("launch_fixed_s", fixed)):
-            if fig.interval:
-                bounds[name] = (max(fig.interval[0], 0.0), max(fig.interval[1], 0.0))
-    else:
-        a, b = PAPER_LAUNCH
-        src["launch"] = "default: Zhang et al.'s Turing fit l = 3.824e-6 us * threads + 2.882 us"
     if profile is not None and not hw.is_nvidia_gpu:
         notes.append(f"the profile's device ({hw.name}, {hw.kind}) is not an NVIDIA "
                      f"GPU: the {arch} SM model is fed with its clock, compute units, bandwidth, memory latency "
-                     "and launch fit, so the prediction describes a hypothetical SM-based device, not this one")
+                     "and launch figures, so the prediction describes a hypothetical SM-based device, not this one")
     return Hardware(arch, int(sms), float(hz), SM_RESOURCES[arch]["schedulers"], float(rd), float(wr), float(load),
-                    float(store), float(a), float(b), src, notes, bounds)
+                    float(store), src, notes, bounds)
 
 
 def memory_costs(hw: Hardware, profile: Any | None, flow: traffic.Traffic, launch: Launch,

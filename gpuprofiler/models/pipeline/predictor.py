@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
+from gpuprofiler.models.identity import spec_code
 from gpuprofiler.models.pipeline.occupancy import normalise_arch
 from gpuprofiler.models.pipeline.predict import DEFAULT_BUDGET, Options, predict
 from gpuprofiler.models.pipeline.ptx_parser import parse_ptx
@@ -110,6 +111,7 @@ class PipelinePredictor(Predictor):
                         Options(arch=self.arch_, trips=dict(self.trips or {}), default_trip=self.default_trip,
                                 working_set=sl.working_set, budget=self.budget, ptx_text=sl.source.text))
             lo, hi = r["interval_s"]
+            r["kernel_code"] = spec_code(self.spec_, "cuda")
             out.append(Prediction(int(size), r["predicted_s"], lo, hi, self.name,
                                   f"PTX pipeline simulator, {r['arch']}", r))
         return out
