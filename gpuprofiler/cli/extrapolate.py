@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.device import open_backend
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
     from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record, size_functions
-    from gpuprofiler.models.fractal.regimes import hardware_sizes
+    from gpuprofiler.models.fractal.regimes import hardware_sizes, run_cost
     from gpuprofiler.profile.file import load_profile
     from gpuprofiler.report.text import print_extrapolation
     from gpuprofiler.workloads.builtin import resolve
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     if args.small:
         small = args.small
     elif given is not None and ws is not None:  # sizes from a profile named on purpose; a stored one informs the fit
-        small, notes = hardware_sizes(max(targets), ws, given)
+        small, notes = hardware_sizes(max(targets), ws, given, cost=run_cost(item, given))
         progress(f"hardware-aware small sizes from {args.profile}: {small}")
     else:
         small = item.small
@@ -63,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
     log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
     try:
         profile = given if given is not None else find_profile(args, backend.info).profile
+        if profile is None:
+            notes.append("no hardware profile of this device: cache and concurrency boundaries between the small "
+                         "sizes and the targets cannot be detected (`gpuprofiler calibrate --quick` makes one)")
         sweep = run_sweep(backend, item, small, policy(args), check=not args.no_check, on_record=log.append,
                           progress=progress)
         checks = {}

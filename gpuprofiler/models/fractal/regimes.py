@@ -62,16 +62,93 @@ def _fmt(v: float, what: str) -> str:
     return _bytes(v) if what == "working set" else f"{v:.0f}"
 
 
+FMA_NAMES = ("float_fma", "fma.rn.f32", "float_mad")
+LAUNCH_FLOOR = 50.0  # a small size runs at least this many launch overheads (where the target does)
+
+
+def launch_overhead(profile) -> float | None:
+    """Device time of an empty launch: the larger of ``launch.event_s`` and the fit's ``launch.fixed_s``."""
+    hw = view(profile)
+    values = [f.value for f in (hw.figure("launch.event_s"), hw.figure("launch.fixed_s")) if f.ok and f.value > 0]
+    return max(values) if values else None
+
+
+def run_cost(item, profile):
+    """A rough time of one run at size n from the profile, monotone in n: the spec's declared bytes over the read
+    bandwidth and flops over twice the FMA throughput, whichever is larger (an app's working set over the
+    bandwidth). It only places the small sizes; None where the item declares no work or the profile lacks it."""
+    from gpuprofiler.workloads.spec import KernelSpec
+    from gpuprofiler.workloads.sweep import working_set
+
+    hw = view(profile)
+    bw = hw.figure("bandwidth.read_Bps")
+    fma = next((f for f in (hw.instruction(n, "throughput_ops_per_s") for n in FMA_NAMES) if f.ok and f.value > 0),
+               None)
+    bw_ok = bw.ok and bw.value > 0
+    if isinstance(item, KernelSpec):
+        if (item.bytes is None or not bw_ok) and (item.flops is None or fma is None):
+            return None
+
+        def cost(n: float) -> float:
+            inst = item.instantiate(max(int(n), 1))
+            t = [float(inst.bytes) / bw.value] if item.bytes is not None and bw_ok else []
+            t += [float(inst.flops) / (2.0 * fma.value)] if item.flops is not None and fma is not None else []
+            return max(t)
+        return cost
+    if not bw_ok or working_set(item, 2) is None:
+        return None
+    return lambda n: float(working_set(item, max(int(n), 1))) / bw.value
+
+
+def _size_at(cost, want: float, lo: int, hi: int) -> int:
+    """The smallest integer size in [lo, hi] whose cost reaches ``want`` (hi if none does)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if cost(mid) >= want:
+            hi = mid
+        else:
+            lo = mid
+    return hi if cost(lo) < want else lo
+
+
 def hardware_sizes(target: int, working_set, profile, count: int = 6, ratio: float = 8.0,
-                   margin: float = 1.5) -> tuple[list[int], list[str]]:
-    """Small sizes up to target/ratio whose working sets are on the target's side of the last-level cache."""
+                   margin: float = 1.5, cost=None) -> tuple[list[int], list[str]]:
+    """Small sizes below the target, chosen by what a run costs rather than by the size parameter.
+
+    With ``cost`` (a run's rough time at size n, :func:`run_cost`): the largest small size costs 1/``ratio`` of
+    the target (a 3-D grid of side n: n^3 work, so that size is half the target's side, not an eighth), the
+    smallest 1/16 of the largest, and none costs less than ``LAUNCH_FLOOR`` launch overheads where the target
+    costs more; sizes are spread evenly in cost. Without it, up to target/``ratio`` in the size. Either way the
+    working sets stay on the target's side of the last-level cache."""
     notes = []
-    hi = max(2, int(target / ratio))
+    target = int(target)
+    if cost is not None and target > 2 and cost(target) > 0:
+        top = cost(target)
+        hi_cost, lo_cost = top / ratio, top / ratio / 16.0
+        launch = launch_overhead(profile)
+        floor = LAUNCH_FLOOR * launch if launch and top >= LAUNCH_FLOOR * launch else 0.0
+        if lo_cost < floor:  # never trivially small launches: keep a 4x spread of cost above the floor if it fits
+            lo_cost, wanted = floor, hi_cost
+            hi_cost = max(hi_cost, min(top / 1.25, 4.0 * floor))
+            closer = (f"; the largest costs only {top / hi_cost:.2g}x less than the target, not {ratio:g}x"
+                      if hi_cost > wanted else "")
+            notes.append(f"no small size runs under {LAUNCH_FLOOR:.0f} launch overheads ({launch * 1e6:.3g} us each; "
+                         f"the target costs about {top / launch:.3g}){closer}")
+        lo = _size_at(cost, lo_cost, 1, target)
+        hi = max(lo, _size_at(cost, hi_cost, lo, target))
+        if cost(hi) > hi_cost * 1.0001 and hi - 1 >= lo and cost(hi - 1) >= lo_cost:
+            hi -= 1
+        if hi <= lo:  # the target is barely above the floor: the sizes sit between the two
+            hi = max(lo + 1, _size_at(cost, (max(lo_cost, cost(lo)) + top) / 2.0, lo, target))
+        hi = min(hi, target - 1)
+        lo = min(lo, hi)
+    else:
+        hi = max(2, int(target / ratio))
+        lo = max(1, hi // 16)
     bounds = cache_boundaries(profile) if profile is not None else []
-    lo = max(1, hi // 16)
     if bounds and working_set is not None:
         llc = max(size for _, size in bounds)
-        if working_set(target) > llc:
+        if working_set(target) > llc and working_set(lo) <= margin * llc:
             n = 1
             while working_set(n) <= margin * llc and n < target:
                 n *= 2
@@ -85,8 +162,12 @@ def hardware_sizes(target: int, working_set, profile, count: int = 6, ratio: flo
                     a = mid
             lo = b
             if lo * 2 > hi:
-                hi = max(hi, lo * 4)
+                hi = min(max(hi, lo * 4), max(target - 1, lo + 1))
                 notes.append(f"to keep the small sizes past the last-level cache ({llc / 2**20:.1f} MiB) the largest "
                              f"small size is {hi}, only {target / hi:.1f}x below the target")
-    grid = np.unique(np.round(np.geomspace(lo, hi, count)).astype(int))
+    if cost is not None and hi > lo:
+        want = np.geomspace(cost(lo), cost(hi), count)
+        grid = np.unique([lo, *(_size_at(cost, w, lo, hi) for w in want[1:-1]), hi])
+    else:
+        grid = np.unique(np.round(np.geomspace(lo, max(hi, lo), count)).astype(int))
     return [int(g) for g in grid], notes
