@@ -17,7 +17,7 @@ from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "rel_error", "interval_low_s",
                       "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail")
 SUMMARY_COLUMNS = ("model", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
-                   "cases_with_interval", "loko_corrected_mape", "loko_corrected_median_abs_error",
+                   "cases_with_interval", "median_interval_width", "loko_corrected_mape", "loko_corrected_median_abs_error",
                    "loko_corrected_max_abs_error")
 
 
@@ -116,11 +116,15 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
              "model's own features) fitted without the case's kernel: leave-one-kernel-out, so no kernel's "
              "corrected figure has seen that kernel (a kernel is its code: an app's copy of a builtin kernel is left "
              "out with it).", "",
-             "| model | cases | MAPE | median abs error | max abs error | inside interval | corrected MAPE | "
-             "corrected median | corrected max |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "Interval width: the median over the cases of the interval's high end over its low end (1x: a point).",
+             "",
+             "| model | cases | MAPE | median abs error | max abs error | inside interval | interval width | "
+             "corrected MAPE | corrected median | corrected max |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         inside = "-" if math.isnan(s["inside_interval"]) else f"{100 * s['inside_interval']:.0f}% of {s['cases_with_interval']}"
+        width = s.get("median_interval_width", math.nan)
+        inside += f" | {width:.3g}x" if math.isfinite(width) else " | -"
         corr = ["-"] * 3 if math.isnan(s.get("loko_corrected_mape", math.nan)) else [
             f"{100 * s[k]:.1f}%" for k in ("loko_corrected_mape", "loko_corrected_median_abs_error",
                                           "loko_corrected_max_abs_error")]

@@ -331,12 +331,15 @@ def summarize(rows: list[dict]) -> list[dict]:
         errs = np.abs([r["rel_error"] for r in mine])
         with_iv = [r for r in mine if math.isfinite(r["interval_low_s"])]
         inside = [r["interval_low_s"] <= r["measured_s"] <= r["interval_high_s"] for r in with_iv]
+        widths = [r["interval_high_s"] / r["interval_low_s"] for r in with_iv
+                  if r["interval_low_s"] > 0 and math.isfinite(r["interval_high_s"])]
         loko = np.abs([r.get("loko_rel_error", math.nan) for r in mine])
         has = bool(len(loko)) and bool(np.isfinite(loko).all())
         out.append({"model": model, "cases": len(mine), "mape": float(errs.mean()),
                     "median_abs_error": float(np.median(errs)), "max_abs_error": float(errs.max()),
                     "inside_interval": float(np.mean(inside)) if inside else math.nan,
                     "cases_with_interval": len(with_iv),
+                    "median_interval_width": float(np.median(widths)) if widths else math.nan,
                     "loko_corrected_mape": float(loko.mean()) if has else math.nan,
                     "loko_corrected_median_abs_error": float(np.median(loko)) if has else math.nan,
                     "loko_corrected_max_abs_error": float(loko.max()) if has else math.nan})

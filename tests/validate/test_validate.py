@@ -145,3 +145,4 @@ def test_summary_statistics():
     (s,) = summarize(rows)
     assert s["cases"] == 3 and s["mape"] == pytest.approx(0.3) and s["median_abs_error"] == pytest.approx(0.3)
     assert s["max_abs_error"] == pytest.approx(0.5) and s["inside_interval"] == 0.5 and s["cases_with_interval"] == 2
+    assert s["median_interval_width"] == pytest.approx((3.0 + 2.0 / 1.1) / 2)  # hi/lo: 3 and 1.82

@@ -11,7 +11,7 @@ degree 1..4 are computed on the same points.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -81,34 +81,36 @@ class Extrapolation:
         sub = self.sweep.subset(self.used)
         shares = sub.shares()
         phase_out = []
-        t_sum = lo_sum = hi_sum = 0.0
+        t_sum = lo_sum = hi_sum = rlo_sum = rhi_sum = 0.0
         for p in self.phases:
             fit = self.fits[p]
             model = fit.model if which == "chosen" else fit.fractal
             pred = model.predict(target)
             frac = fit.fractal.predict(target)
-            if which == "chosen":  # laws the data could not tell apart widen the interval
-                lo, hi = rival_bounds(model, target)
-                pred = replace(pred, low=min(pred.low, lo), high=max(pred.high, hi))
+            # the laws the small sizes could not tell apart: their spread is reported beside the interval (the
+            # chosen law's own uncertainty), not folded into it
+            rlo, rhi = rival_bounds(model, target) if which == "chosen" else (pred.seconds, pred.seconds)
             phase_out.append({"name": p, "model": pred.model, "m": frac.details["m"], "d": frac.details["d"],
                               "r2": frac.details["r2"], "predicted_s": pred.seconds,
-                              "interval_s": [pred.low, pred.high], "params": pred.details,
+                              "interval_s": [pred.low, pred.high], "rivals_s": [rlo, rhi], "params": pred.details,
                               "loo_error": fit.scores})
             t_sum += pred.seconds
             lo_sum += pred.low
             hi_sum += pred.high
+            rlo_sum += rlo
+            rhi_sum += rhi
         if self.rest and which == "chosen" and self.rest_fit is not None:
             # beyond the paper: the minor phases' time is a series of its own, fitted and chosen like a phase,
             # instead of dividing by extrapolated shares (a power law on a slowly drifting share amplifies noise)
             rest = self.rest_fit.predict(target)
-            lo, hi = rival_bounds(self.rest_fit, target)
-            rest = replace(rest, low=min(rest.low, lo), high=max(rest.high, hi))
+            rlo, rhi = rival_bounds(self.rest_fit, target)
             total = t_sum + rest.seconds
             for ph in phase_out:
                 ph["share"] = ph["predicted_s"] / total
             laws = "+".join(sorted({ph["model"] for ph in phase_out} | {f"rest:{rest.model}"}))
             return Prediction(int(target), total, lo_sum + rest.low, hi_sum + rest.high, "fractal", laws,
-                              {"major_share": t_sum / total, "rest_s": rest.seconds, "phases": phase_out})
+                              {"major_share": t_sum / total, "rest_s": rest.seconds, "phases": phase_out,
+                               "rivals_s": [rlo_sum + rlo, rhi_sum + rhi]})
         if self.rest:
             f = {p: _share_fit(sub.sizes, shares[p], target) for p in self.phases}
             rest_share = max(1.0 - sum(shares[p][-1] for p in self.phases), 1e-9)
@@ -122,7 +124,7 @@ class Extrapolation:
             ph["share"] = ph["predicted_s"] / t_sum / (1.0 / fsum) if t_sum > 0 else None
         laws = which if which != "chosen" else "+".join(sorted({ph["model"] for ph in phase_out}))
         return Prediction(int(target), t_sum / fsum, lo_sum / fsum, hi_sum / fsum, "fractal", laws,
-                          {"major_share": fsum, "phases": phase_out})
+                          {"major_share": fsum, "phases": phase_out, "rivals_s": [rlo_sum / fsum, rhi_sum / fsum]})
 
     def baselines(self, target: int) -> dict[str, float | None]:
         """Whole-run totals predicted by polynomials of degree 1..4 and by each scaling law fitted to the totals

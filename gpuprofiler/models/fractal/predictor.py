@@ -23,6 +23,9 @@ def size_functions(item: Any, probe: int):
     return ws, wi
 
 
+RIVALS_WARN = 1.5  # rival laws apart by more than this at a target get a warning
+
+
 class FractalPredictor(Predictor):
     """Fits each major phase of a small-size sweep with the law leave-one-out picks, and extrapolates.
 
@@ -99,6 +102,11 @@ class FractalPredictor(Predictor):
                 rec["extrap_error"] = str(exc)
         rec["small_sizes"] = self.small_sizes_
         rec["warnings"] = list(warnings)
+        lo, hi = rec.get("rivals_s", [chosen.seconds, chosen.seconds])
+        if lo > 0 and hi / lo > RIVALS_WARN:
+            rec["warnings"].append(f"target {t}: the small sizes cannot tell the scaling laws apart: they predict "
+                                   f"{lo:.4g} .. {hi:.4g} s ({hi / lo:.2g}x); the interval is the chosen law's own "
+                                   "(measure more or larger small sizes to decide)")
         return Prediction(t, chosen.seconds, chosen.low, chosen.high, self.name, chosen.summary, rec)
 
 

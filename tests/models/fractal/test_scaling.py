@@ -208,8 +208,9 @@ def test_counted_work_law_refuses_what_is_no_law():
     assert counted_work_law(sizes, [10, 10, 10, 10]) is None  # constant work: no law of the size
 
 
-def test_rival_laws_widen_the_interval_to_their_predictions():
-    """Laws inside the choice margin are kept as rivals, and their predictions bound the interval."""
+def test_rival_laws_are_reported_beside_the_interval_not_inside_it():
+    """Laws inside the choice margin are kept as rivals; their spread is reported (``rivals_s``) and the
+    interval stays the chosen law's own."""
     from gpuprofiler.models.fractal.laws import rival_bounds
 
     rng = np.random.default_rng(0)
@@ -220,6 +221,15 @@ def test_rival_laws_widen_the_interval_to_their_predictions():
     lo, hi = rival_bounds(model, 8 * sizes[-1])
     values = [r.predict_value(8 * sizes[-1]) for r in model.rivals_] + [model.predict_value(8 * sizes[-1])]
     assert lo == pytest.approx(min(values)) and hi == pytest.approx(max(values)) and lo < hi
+    per = {"k": [np.asarray(x) for x in samples]}
+    ex = extrapolate(Sweep("k", "kernel", [int(n) for n in sizes], per, per["k"]), coverage=0.7,
+                     work=lambda n: n)
+    target = int(8 * sizes[-1])
+    pred = ex.predict(target)
+    own = ex.fits["k"].model.predict(target)
+    assert (pred.low, pred.high) == pytest.approx((own.low, own.high))
+    rlo, rhi = pred.details["rivals_s"]
+    assert rlo <= pred.seconds <= rhi and rlo < rhi
 
 
 def test_fits_forced_through_the_origin_keep_the_scale_of_the_times():
