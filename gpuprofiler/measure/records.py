@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuprofiler.measure.engine import Timing
-from gpuprofiler.measure.stats import Summary, summarize
+from gpuprofiler.measure.stats import Summary, modes, spread, summarize
 
 KERNEL_METRIC = "device event time (kernel only); host_* = host round trip enqueue+finish"
 PHASE_METRIC = "device event time summed per run; share = of the run's device time"
@@ -30,8 +30,9 @@ def host_figures(timing: Timing) -> dict[str, Any]:
 
 def record(kind: str, kernel: str, phase: str, size: int, samples: Sequence[float], metric: str, spec: str,
            confidence: float = 0.95, **fields: Any) -> dict[str, Any]:
-    """A record of one (kernel or app, phase, size): identity, figures of ``samples``, ``fields``, then the raw
-    samples, the metric's name and the spec or app file."""
+    """A record of one (kernel or app, phase, size): identity, figures of ``samples`` (with their modes, fastest
+    first, and their p90/p10 spread: a mix of fast and slowed runs shows as several modes), ``fields``, then the
+    raw samples, the metric's name and the spec or app file."""
     return {"kind": kind, "kernel": kernel, "phase": phase, "size": int(size),
-            **figures(summarize(samples, confidence)), **fields,
+            **figures(summarize(samples, confidence)), "modes": modes(samples), "spread": spread(samples), **fields,
             "samples_s": [float(x) for x in samples], "metric": metric, "spec": spec}

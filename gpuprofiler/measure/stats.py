@@ -1,4 +1,5 @@
-"""Summary statistics of timing samples: median with a distribution-free interval, spread."""
+"""Summary statistics of timing samples: median with a distribution-free interval, spread, and the modes of a
+timing distribution that is a mix (a shared device: fast runs and runs slowed by other work)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,52 @@ def summarize(samples, confidence: float = 0.95) -> Summary:
     cv = float(np.std(x, ddof=1) / mean) if len(x) > 1 and mean > 0 else 0.0
     return Summary(len(x), float(med), float(x.min()), float(x.max()), mean, float(q1), float(q3),
                    float(q3 - q1), cv, lo, hi, cov)
+
+
+MIN_MODE_SAMPLES = 10   # fewer samples than this are one mode
+MIN_MODE_SHARE = 0.05   # a mode holds at least this share of the samples
+PEAK_FLOOR = 0.1        # and its density peak reaches at least this share of the highest one
+
+
+def modes(samples) -> list[dict[str, float]]:
+    """The modes of the samples' distribution, fastest first: each ``{"median_s", "share", "low_s", "high_s"}``.
+
+    A Gaussian kernel density of log(time) (Silverman's bandwidth) is cut at the lowest point between each
+    pair of neighbouring peaks; a peak below ``PEAK_FLOOR`` of the highest, or holding under
+    ``MIN_MODE_SHARE`` of the samples, joins its neighbour. One mode is a unimodal distribution."""
+    x = np.sort(np.asarray(samples, dtype=float))
+    x = x[np.isfinite(x) & (x > 0)]
+    if len(x) == 0:
+        return []
+    cuts: list[float] = []
+    y = np.log(x)
+    if len(x) >= MIN_MODE_SAMPLES and np.ptp(y) > 0:
+        try:
+            kde = stats.gaussian_kde(y, bw_method="silverman")
+        except (np.linalg.LinAlgError, ValueError):
+            kde = None
+        if kde is not None:
+            grid = np.linspace(y[0], y[-1], 512)
+            d = kde(grid)
+            peaks = [i for i in range(1, len(d) - 1) if d[i] > d[i - 1] and d[i] >= d[i + 1]]
+            peaks = [i for i in peaks if d[i] >= PEAK_FLOOR * d.max()]
+            cuts = [float(grid[a + int(np.argmin(d[a:b + 1]))]) for a, b in zip(peaks, peaks[1:])]
+    groups = np.split(x, np.searchsorted(y, cuts)) if cuts else [x]
+    merged: list[np.ndarray] = []
+    for g in groups:
+        if merged and (len(g) < MIN_MODE_SHARE * len(x) or len(merged[-1]) < MIN_MODE_SHARE * len(x)):
+            merged[-1] = np.concatenate([merged[-1], g])
+        elif len(g):
+            merged.append(g)
+    return [{"median_s": float(np.median(g)), "share": len(g) / len(x), "low_s": float(g[0]),
+             "high_s": float(g[-1])} for g in merged]
+
+
+def spread(samples) -> float:
+    """How far the slow runs sit from the fast ones: the 90th over the 10th percentile (1: all alike)."""
+    x = np.asarray(samples, dtype=float)
+    x = x[np.isfinite(x) & (x > 0)]
+    if len(x) == 0:
+        return float("nan")
+    p10, p90 = np.percentile(x, [10, 90])
+    return float(p90 / p10)

@@ -14,6 +14,11 @@ def print_measurements(records: list[dict]) -> None:
         print(f"{r['kernel']:<16} {r['phase']:<18} {r['size']:>10} {r['median_s'] * 1e6:>10.1f}us "
               f"[{r['ci_low_s'] * 1e6:>10.1f}, {r['ci_high_s'] * 1e6:>10.1f}]us {r['samples']:>5} "
               f"{str(r['checked']).lower():>7} {extra:>10}")
+        found = r.get("modes") or []
+        if len(found) > 1:
+            parts = ", ".join(f"{m['median_s'] * 1e6:.1f}us x{100 * m['share']:.0f}%" for m in found)
+            print(f"{'':<16} {len(found)} modes: {parts} (p90/p10 {r.get('spread', float('nan')):.2f}): "
+                  "the median mixes fast and slowed runs")
 
 
 def print_extrapolation(records: list[dict]) -> None:

@@ -1,5 +1,6 @@
 import numpy as np
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -61,3 +62,40 @@ def test_warm_up_lasts_at_least_its_time():
     assert 2 <= len(timing.warmup_s) <= 41  # each run sleeps >= 5 ms
     assert calls[len(timing.warmup_s)] - calls[0] >= 0.2  # the first sample starts after the warm-up time
     assert len(timing.device_s) >= 5
+
+
+def test_two_separated_clusters_are_two_modes_fastest_first():
+    from gpuprofiler.measure.stats import modes, spread
+
+    rng = np.random.default_rng(1)
+    x = np.r_[rng.normal(2.0e-3, 4e-5, 40), rng.normal(1.0e-3, 2e-5, 60)]
+    found = modes(x)
+    assert [round(m["share"], 2) for m in found] == [0.6, 0.4]
+    assert found[0]["median_s"] == pytest.approx(1.0e-3, rel=0.02)
+    assert found[1]["median_s"] == pytest.approx(2e-3, rel=0.02)
+    assert found[0]["high_s"] < found[1]["low_s"]
+    assert spread(x) == pytest.approx(np.percentile(x, 90) / np.percentile(x, 10))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=200))
+def test_modes_partition_the_samples(xs):
+    from gpuprofiler.measure.stats import MIN_MODE_SHARE, modes
+
+    found = modes(xs)
+    assert sum(m["share"] for m in found) == pytest.approx(1.0)
+    assert all(a["high_s"] <= b["low_s"] for a, b in zip(found, found[1:]))  # ordered and disjoint
+    assert all(m["low_s"] <= m["median_s"] <= m["high_s"] for m in found)
+    assert min(m["low_s"] for m in found) == min(xs) and max(m["high_s"] for m in found) == max(xs)
+    if len(found) > 1:
+        assert all(m["share"] >= MIN_MODE_SHARE - 1e-12 for m in found)
+    if len(xs) < 10 or len(set(xs)) == 1:
+        assert len(found) == 1
+    assert np.isfinite([m["median_s"] for m in found]).all()
+
+
+def test_one_normal_cluster_is_one_mode():
+    from gpuprofiler.measure.stats import modes
+
+    x = np.random.default_rng(2).normal(1e-3, 3e-5, 200)
+    assert len(modes(x)) == 1 and modes([]) == []
