@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpuprofiler.errors import UserError
 from gpuprofiler.profile.hardware import view
 
 
@@ -90,14 +91,26 @@ def run_cost(item, profile):
             return None
 
         def cost(n: float) -> float:
-            inst = item.instantiate(max(int(n), 1))
-            t = [float(inst.bytes) / bw.value] if item.bytes is not None and bw_ok else []
-            t += [float(inst.flops) / (2.0 * fma.value)] if item.flops is not None and fma is not None else []
+            try:
+                inst = item.instantiate(max(int(n), 1))
+                t = [float(inst.bytes) / bw.value] if item.bytes is not None and bw_ok else []
+                t += [float(inst.flops) / (2.0 * fma.value)] if item.flops is not None and fma is not None else []
+            except (UserError, ValueError, ArithmeticError, TypeError):
+                return 0.0  # a size the spec cannot instantiate costs nothing: the sizes pass over it
             return max(t)
         return cost
-    if not bw_ok or working_set(item, 2) is None:
+    try:
+        if not bw_ok or working_set(item, 2) is None:
+            return None
+    except Exception:  # noqa: BLE001 - an app's own working_set(n) may fail anywhere: then no cost
         return None
-    return lambda n: float(working_set(item, max(int(n), 1))) / bw.value
+
+    def app_cost(n: float) -> float:
+        try:
+            return float(working_set(item, max(int(n), 1))) / bw.value
+        except Exception:  # noqa: BLE001 - as above, for this size
+            return 0.0
+    return app_cost
 
 
 def _size_at(cost, want: float, lo: int, hi: int) -> int:

@@ -93,3 +93,15 @@ def test_the_floor_holds_for_any_work_law(power, scale, launch_s, target):
         assert all(cost(s) >= LAUNCH_FLOOR * launch_s for s in sizes)
     if cost(target) >= 8 * 16 * LAUNCH_FLOOR * launch_s:  # room for the whole spread: an 8th of the target's cost
         assert cost(max(sizes)) <= cost(target) / 8 * 1.0001 and cost(max(sizes) + 1) > cost(target) / 8
+
+
+def test_sizes_a_spec_cannot_take_cost_nothing(tmp_path):
+    (tmp_path / "stencil7.cl").write_text(KERNEL)
+    # a work expression that fails below n = 4 (log of a negative number) is passed over, not an error
+    (tmp_path / "stencil7.toml").write_text(STENCIL7.replace('bytes = "8 * n * n * n"',
+                                                             'bytes = "8 * n * n * n * log2(n - 3)"'))
+    spec = load_spec(tmp_path / "stencil7.toml")
+    cost = run_cost(spec, load_profile(POCL_PROFILE))
+    assert cost(2) == 0.0 and cost(64) > 0
+    sizes, _ = hardware_sizes(128, None, load_profile(POCL_PROFILE), cost=cost)
+    assert min(sizes) > 3 and max(sizes) < 128
