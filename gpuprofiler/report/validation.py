@@ -14,8 +14,8 @@ import numpy as np
 from gpuprofiler import __version__
 from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 
-PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "rel_error", "interval_low_s",
-                      "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail")
+PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_spread", "rel_error",
+                      "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail")
 SUMMARY_COLUMNS = ("model", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
                    "cases_with_interval", "median_interval_width", "loko_corrected_mape", "loko_corrected_median_abs_error",
                    "loko_corrected_max_abs_error")
@@ -132,16 +132,20 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
                      f"{100 * s['max_abs_error']:.1f}% | {inside} | {' | '.join(corr)} |")
     lines += largest_sizes(rows)
     lines += ["", "## Predictions", "",
-              "rel_error = (predicted - measured) / measured; measured is the median device time of the run.", "",
-              "| kernel | size | model | predicted (s) | measured (s) | error | corrected error | interval (s) | "
-              "detail |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "rel_error = (predicted - measured) / measured; measured is the median device time of the run; "
+              "its spread is the run's own 90th over 10th percentile (an error inside it may be noise, not model).",
+              "",
+              "| kernel | size | model | predicted (s) | measured (s) | spread | error | corrected error | "
+              "interval (s) | detail |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         iv = "-" if math.isnan(r["interval_low_s"]) else f"[{r['interval_low_s']:.4g}, {r['interval_high_s']:.4g}]"
         loko = r.get("loko_rel_error", math.nan)
         corr = "-" if math.isnan(loko) else f"{100 * loko:+.1f}%"
+        sp = r.get("measured_spread", math.nan)
+        sp_text = f"{sp:.2f}x" if isinstance(sp, float) and math.isfinite(sp) else "-"
         lines.append(f"| {r['kernel']} | {r['size']} | {r['model']} | {r['predicted_s']:.4g} | {r['measured_s']:.4g} | "
-                     f"{100 * r['rel_error']:+.1f}% | {corr} | {iv} | {r['detail']} |")
+                     f"{sp_text} | {100 * r['rel_error']:+.1f}% | {corr} | {iv} | {r['detail']} |")
     if scatter:
         lines += ["", "## Plots", "", "![predicted against measured](plots/predicted_vs_measured.png)", "",
                   "![errors](plots/errors.png)", ""]

@@ -22,6 +22,7 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.measure.policy import VALIDATE, VALIDATE_QUICK, TimingPolicy
+from gpuprofiler.measure.stats import spread
 from gpuprofiler.measure.storage import MeasurementLog, read_records
 from gpuprofiler.models import correction, registry
 from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
@@ -248,7 +249,8 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
     phases = p.details.get("phases") if isinstance(p.details.get("phases"), dict) else None
     if not phases:
         row = _row(item, model, p.size, p.seconds, (p.low, p.high), measured.total_summary().median, p.summary)
-        return [{**row, "features": p.details.get("features"), "kernel_code": p.details.get("kernel_code")}]
+        return [{**row, "measured_spread": spread(measured.totals[0]), "features": p.details.get("features"),
+                 "kernel_code": p.details.get("kernel_code")}]
     out = []
     for phase, got in phases.items():
         if phase not in measured.phases:
@@ -259,7 +261,8 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
         seen = float(np.median(measured.phases[phase][0]))
         if seen > 0:
             out.append({**_row(f"{item}/{phase}", model, p.size, got["predicted_s"], got["interval_s"], seen,
-                               got.get("summary", p.summary)), "features": got.get("features"),
+                               got.get("summary", p.summary)), "measured_spread": spread(measured.phases[phase][0]),
+                        "features": got.get("features"),
                         "kernel_code": got.get("kernel_code")})
     return out
 

@@ -39,6 +39,7 @@ def medians(log):
 def check_rows(found, log):
     measured = medians(log)
     for r in found:
+        assert float(r["measured_spread"]) >= 1.0  # the run's own p90/p10, beside the error
         pred, meas = float(r["predicted_s"]), float(r["measured_s"])
         assert pred > 0 and float(r["interval_low_s"]) <= pred <= float(r["interval_high_s"])
         assert float(r["rel_error"]) == pytest.approx((pred - meas) / meas)

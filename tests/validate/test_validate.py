@@ -91,8 +91,9 @@ def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
     rows = read_csv(out / "predictions.csv")
-    assert list(rows[0]) == ["kernel", "size", "model", "predicted_s", "measured_s", "rel_error",
+    assert list(rows[0]) == ["kernel", "size", "model", "predicted_s", "measured_s", "measured_spread", "rel_error",
                              "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail"]
+    assert all(float(row["measured_spread"]) >= 1.0 for row in rows)
     assert {r["model"] for r in rows} == {"fractal", "maxplus"}  # no pipeline on OpenCL
     for row in rows:
         p, m = float(row["predicted_s"]), float(row["measured_s"])
@@ -100,7 +101,8 @@ def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
         assert m > 0 and p > 0
     summary = read_csv(out / "summary.csv")
     assert {s["model"] for s in summary} == {"fractal", "maxplus"}
-    assert {"cases", "mape", "median_abs_error", "max_abs_error", "inside_interval"} <= set(summary[0])
+    assert {"cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
+            "median_interval_width"} <= set(summary[0])
     text = (out / "report.md").read_text()
     assert "plots/predicted_vs_measured.png" in text and (out / "plots" / "errors.png").stat().st_size > 0
     assert "pipeline: not run, it models NVIDIA GPUs" in text and "every measurement taken by this run" in text
