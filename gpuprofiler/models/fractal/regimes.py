@@ -113,15 +113,20 @@ def run_cost(item, profile):
     return app_cost
 
 
-def _size_at(cost, want: float, lo: int, hi: int) -> int:
-    """The smallest integer size in [lo, hi] whose cost reaches ``want`` (hi if none does)."""
+def _first(ok, lo: int, hi: int) -> int:
+    """The smallest integer in [lo, hi] where the monotone predicate ``ok`` holds (hi if it holds nowhere)."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if cost(mid) >= want:
+        if ok(mid):
             hi = mid
         else:
             lo = mid
-    return hi if cost(lo) < want else lo
+    return lo if ok(lo) else hi
+
+
+def _size_at(cost, want: float, lo: int, hi: int) -> int:
+    """The smallest integer size in [lo, hi] whose cost reaches ``want`` (hi if none does)."""
+    return _first(lambda n: cost(n) >= want, lo, hi)
 
 
 def hardware_sizes(target: int, working_set, profile, count: int = 6, ratio: float = 8.0,
@@ -162,18 +167,10 @@ def hardware_sizes(target: int, working_set, profile, count: int = 6, ratio: flo
     if bounds and working_set is not None:
         llc = max(size for _, size in bounds)
         if working_set(target) > llc and working_set(lo) <= margin * llc:
-            n = 1
+            n = 1  # the first power of two past margin * LLC (or the target), then the smallest size past it
             while working_set(n) <= margin * llc and n < target:
                 n *= 2
-            # bisect down to the smallest size past margin * LLC
-            a, b = n // 2, n
-            while b - a > 1:
-                mid = (a + b) // 2
-                if working_set(mid) > margin * llc:
-                    b = mid
-                else:
-                    a = mid
-            lo = b
+            lo = _first(lambda m: working_set(m) > margin * llc, max(n // 2, 1), n)
             if lo * 2 > hi:
                 hi = min(max(hi, lo * 4), max(target - 1, lo + 1))
                 notes.append(f"to keep the small sizes past the last-level cache ({llc / 2**20:.1f} MiB) the largest "

@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -332,8 +333,14 @@ def preprocess(text: str, filename: str, defines: dict[str, Any]) -> str:
 
 
 def parse(source: str, filename: str, defines: dict[str, Any] | None = None):
-    """Preprocess and parse a kernel source; returns (pycparser AST, local arrays, local pointer params)."""
-    text = preprocess(source, filename, defines or {})
+    """Preprocess and parse a kernel source; returns (pycparser AST, local arrays, local pointer params). Parsed
+    once per source, file name and defines (a program's launches of one kernel share it; nothing mutates it)."""
+    return _parse(source, filename, tuple(sorted((str(k), str(v)) for k, v in (defines or {}).items())))
+
+
+@lru_cache(maxsize=64)
+def _parse(source: str, filename: str, defines: tuple[tuple[str, str], ...]):
+    text = preprocess(source, filename, dict(defines))
     local_arrays = {}
     for elem, name, dims in LOCAL_DECL.findall(text):
         local_arrays[name] = (elem, tuple(d.strip() for d in re.findall(r"\[([^\]]+)\]", dims)))
@@ -730,20 +737,13 @@ class Interpreter:
 
     def logic(self, op: str, left, right):
         lv, rv = _truth_value(left), _truth_value(right)
-        if op == "&&":
-            if lv is False or rv is False:
-                return False
-            if lv is True:
-                return right if rv is None else rv
-            if rv is True:
-                return left
-        else:
-            if lv is True or rv is True:
-                return True
-            if lv is False:
-                return right if rv is None else rv
-            if rv is False:
-                return left
+        absorbing = op == "||"  # the value that decides alone: false for &&, true for ||
+        if lv is absorbing or rv is absorbing:
+            return absorbing
+        if lv is not None:  # the neutral value: the other side decides
+            return right if rv is None else rv
+        if rv is not None:
+            return left
         a, b = _cond_values(left, self.b), _cond_values(right, self.b)
         if a is None or b is None:
             return Cond(None)

@@ -62,6 +62,7 @@ class PipelinePredictor(Predictor):
         self.spec_ = item
         self.profile_ = profile
         self.arch_ = normalise_arch(self.arch or view(profile).arch)
+        self.ptx_: dict[tuple, tuple] = {}
         probe = (item.small or item.target or [1024])[0]
         try:
             if isinstance(item, App):  # every kernel the program launches must compile
@@ -82,8 +83,11 @@ class PipelinePredictor(Predictor):
                             "compiled to PTX")
         if traced.local_size is None:
             raise UserError(f"kernel {k.name} is launched without a block size")
-        src = load_ptx(k.path, self.arch_, k.defines)
-        module = parse_ptx(src.text, f"{k.path} (PTX)")
+        key = (str(k.path), tuple(sorted((str(a), str(b)) for a, b in k.defines.items())))
+        if key not in self.ptx_:  # compiled and parsed once per source and defines, not per launch and size
+            src = load_ptx(k.path, self.arch_, k.defines)
+            self.ptx_[key] = (src, parse_ptx(src.text, f"{k.path} (PTX)"))
+        src, module = self.ptx_[key]
         entry = module.entry(k.name)
         bound = bind(list(range(len(entry.params))), traced.args)
         block = list(traced.local_size)

@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -181,8 +182,10 @@ def make_fixture(path: str | Path, out: str | Path, arch: str = "sm_90", defines
     return out
 
 
+@lru_cache(maxsize=128)
 def ptxas_info(ptx_text: str, kernel: str, arch: str) -> dict[str, int] | None:
-    """Registers per thread and static shared memory ptxas allocates for ``kernel``; None without ptxas."""
+    """Registers per thread and static shared memory ptxas allocates for ``kernel``; None without ptxas. Run once
+    per PTX text, kernel and arch (every size and launch of a kernel shares it); read-only to callers."""
     ptxas = ptxas_path()
     if ptxas is None:
         return None
