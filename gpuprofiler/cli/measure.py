@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import time
+import uuid
 from pathlib import Path
 
 from gpuprofiler.cli.common import add_device, add_timing, int_list, overrides, policy, progress
@@ -21,13 +24,23 @@ def add_parser(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a spec parameter")
     add_timing(p, MEASURE)
     p.add_argument("--no-check", action="store_true", help="skip the numpy reference check")
+    p.add_argument("--repeat", type=int, default=1, metavar="K",
+                   help="measure everything K times in independent blocks and report the run-to-run spread of the "
+                        "modelling figure (p10) and of the median")
+    p.add_argument("--gap", type=float, default=0.0, metavar="SECONDS",
+                   help="with --repeat: wait this long between blocks, to spread them in time")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="with --repeat: plot every block's samples, 10th percentile and median")
+    p.add_argument("--sequential", action="store_true",
+                   help="time one size after the other instead of in alternation (rounds over the sizes)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from gpuprofiler.device import open_backend
+    from gpuprofiler.measure.records import repeat_table
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
-    from gpuprofiler.report.text import print_measurements
+    from gpuprofiler.report.text import print_measurements, print_repeats
     from gpuprofiler.workloads.apps import load_app, measure_app
     from gpuprofiler.workloads.builtin import resolve
     from gpuprofiler.workloads.kernel import measure_spec
@@ -39,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
     sizes = args.sizes or item.small
     if not sizes:
         raise UserError(f"{path}: no --sizes given and the spec has no default small sizes")
+    if args.repeat < 1 or not (args.gap >= 0 and math.isfinite(args.gap)):
+        raise UserError("--repeat must be at least 1 and --gap a non-negative number of seconds")
+    if args.plot and args.repeat < 2:
+        raise UserError("--plot shows the blocks of --repeat K (K >= 2)")
     sets = overrides(args.set)
     if is_app and sets:
         raise UserError("--set applies to kernel specs, not apps")
@@ -46,18 +63,33 @@ def run(args: argparse.Namespace) -> int:
     log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
     progress(f"device {backend.info.id}: {backend.info.name}; measurements go to {log.path}")
 
+    block = {"n": 0, "id": uuid.uuid4().hex[:12]}
+
     def keep(rec: dict) -> None:
+        if args.repeat > 1:
+            rec.update(repeat_block=block["n"], repeat_blocks=args.repeat, repeat_id=block["id"])
         log.append(rec)
-        progress(f"{rec['kernel']}/{rec['phase']} size {rec['size']}: median {rec['median_s'] * 1e6:.1f} us "
+        progress(f"{rec['kernel']}/{rec['phase']} size {rec['size']}: p10 {rec['model_s'] * 1e6:.1f} us, median "
+                 f"{rec['median_s'] * 1e6:.1f} us "
                  f"({rec['samples']} samples, {rec['stop_reason']}); saved")
 
+    records: list[dict] = []
     try:
-        if is_app:
-            records = measure_app(backend, item, sizes, policy(args), check=not args.no_check, on_record=keep,
-                                  progress=progress)
-        else:
-            records = measure_spec(backend, item, sizes, policy(args), check=not args.no_check, on_record=keep,
-                                   overrides=sets, progress=progress)
+        for n in range(args.repeat):
+            block["n"] = n
+            if n:
+                if args.gap:
+                    progress(f"block {n + 1}/{args.repeat} in {args.gap:g} s")
+                    time.sleep(args.gap)
+                else:
+                    progress(f"block {n + 1}/{args.repeat}")
+            check = not args.no_check and n == 0
+            if is_app:
+                records += measure_app(backend, item, sizes, policy(args), check=check, on_record=keep,
+                                       progress=progress, interleave=not args.sequential)
+            else:
+                records += measure_spec(backend, item, sizes, policy(args), check=check, on_record=keep,
+                                        overrides=sets, progress=progress, interleave=not args.sequential)
     except KeyboardInterrupt:
         progress(f"interrupted: {log.written} finished measurement(s) kept in {log.path}")
         return 130
@@ -67,4 +99,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(json_ready(records), indent=1))
     else:
         print_measurements(records)
+        if args.repeat > 1:
+            print()
+            print_repeats(repeat_table(records))
+    if args.plot:
+        from gpuprofiler.report.plots import plot_repeats
+
+        out = plot_repeats(records, args.plot)
+        if out:
+            progress(f"plot written to {out}")
     return 0

@@ -1,7 +1,7 @@
 """The timing engine: warm up, then sample until the median's 95% interval is tight or the budget is spent.
 
 This is the package's one timing loop; kernel specs, apps, sweeps and every microbenchmark go through
-it. Two figures are kept for every sample and named as such:
+it. Sampling stops on the interval of the policy's ``stop_on`` figure: the modelling figure for kernels and apps. Two figures are kept for every sample and named as such:
 ``device_s`` -- what ``run_once`` returns: the device's own event time of the operation (kernel only),
 or another per-run quantity a benchmark samples (clock cycles, a launch's queue-to-start time);
 ``host_s`` -- the host round trip of ``run_once``, measured with ``perf_counter``.
@@ -53,12 +53,13 @@ class Engine:
         """
         return self.interleave([run_once])[0]
 
-    def interleave(self, runs: Sequence[Callable[[], float]]) -> list[Timing]:
+    def interleave(self, runs: Sequence[Callable[[], float]], budget_s: float | None = None) -> list[Timing]:
         """Sample several runs in alternation, one of each per round, so that a shared machine's drifting
-        load hits them alike (what a comparison of two chain lengths needs); warm-up as in :meth:`sample`.
-        Sampling stops when every run's interval is tight, or for all at once at the budget or
-        ``max_samples`` rounds."""
+        load hits them alike (a comparison of two chain lengths, the sizes of a sweep); warm-up as in
+        :meth:`sample`. Sampling stops when every run's interval is tight, or for all at once at the budget
+        (``budget_s``, else the policy's) or ``max_samples`` rounds."""
         policy = self.policy
+        budget = policy.budget_s if budget_s is None else budget_s
         timings = [Timing(policy=policy) for _ in runs]
         warm_start = time.perf_counter()
         rounds = 0
@@ -78,11 +79,11 @@ class Engine:
             if n < policy.min_samples:
                 continue
             summaries = [summarize(timing.device_s, policy.confidence) for timing in timings]
-            if all(s.ci_coverage >= policy.confidence and s.rel_halfwidth <= policy.rel_ci for s in summaries):
+            if all(s.tight(policy.stop_on, policy.rel_ci, policy.confidence) for s in summaries):
                 reason = "interval"
             elif n >= policy.max_samples:
                 reason = "max_samples"
-            elif time.perf_counter() - start >= policy.budget_s:
+            elif time.perf_counter() - start >= budget:
                 reason = "budget"
             else:
                 continue

@@ -14,8 +14,9 @@ SWEEP_WARMUP_S = 0.1
 
 @dataclass
 class TimingPolicy:
-    """When to stop sampling: at least ``min_samples``, then as soon as the median's 95% interval is within
-    ``rel_ci`` of it, or when ``budget_s`` of sampling is spent (or ``max_samples`` reached)."""
+    """When to stop sampling: at least ``min_samples``, then as soon as the 95% interval of ``stop_on`` (the
+    modelling figure, or the median for a benchmark that reads medians) is within ``rel_ci`` of it, or when
+    ``budget_s`` of sampling is spent (or ``max_samples`` reached)."""
 
     warmup: int = 2
     warmup_s: float = 0.0  # and at least this long: a GPU idling at a low clock needs a while to reach boost
@@ -24,6 +25,7 @@ class TimingPolicy:
     rel_ci: float = 0.02
     budget_s: float = 2.0
     confidence: float = 0.95
+    stop_on: str = "model"  # "model": the modelling figure (measure.stats.MODEL_STATISTIC); "median"
 
     def but(self, **changes) -> "TimingPolicy":
         """A copy with some fields changed."""
@@ -48,4 +50,4 @@ def bench(quick: bool, budget_s: float, quick_budget_s: float | None = None, war
           min_samples: int = 5) -> TimingPolicy:
     """A microbenchmark's policy: ``budget_s`` of sampling per point (``quick_budget_s`` with ``--quick``)."""
     budget = quick_budget_s if quick and quick_budget_s is not None else budget_s
-    return TimingPolicy(warmup=warmup, min_samples=min_samples, budget_s=budget)
+    return TimingPolicy(warmup=warmup, min_samples=min_samples, budget_s=budget, stop_on="median")

@@ -9,15 +9,19 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from gpuprofiler.measure.engine import Timing
-from gpuprofiler.measure.stats import Summary, modes, spread, summarize
+from gpuprofiler.measure.stats import MODEL_DESCRIPTION, MODEL_STATISTIC, Summary, modes, spread, summarize
 
 KERNEL_METRIC = "device event time (kernel only); host_* = host round trip enqueue+finish"
 PHASE_METRIC = "device event time summed per run; share = of the run's device time"
 
 
 def figures(s: Summary) -> dict[str, Any]:
-    """The summary figures of a record's samples (device time)."""
-    return {"median_s": s.median, "ci_low_s": s.ci_low, "ci_high_s": s.ci_high, "ci_coverage": s.ci_coverage,
+    """The summary figures of a record's samples (device time): the modelling figure (``model_s``, the statistic
+    named by ``model_statistic``) with its interval, then the median with its interval and the other figures."""
+    return {"model_s": s.model, "model_ci_low_s": s.model_ci_low, "model_ci_high_s": s.model_ci_high,
+            "model_ci_coverage": s.model_ci_coverage, "model_statistic": MODEL_STATISTIC,
+            "model_statistic_means": MODEL_DESCRIPTION,
+            "median_s": s.median, "ci_low_s": s.ci_low, "ci_high_s": s.ci_high, "ci_coverage": s.ci_coverage,
             "min_s": s.minimum, "iqr_s": s.iqr, "cv": s.cv, "samples": s.n}
 
 
@@ -36,3 +40,22 @@ def record(kind: str, kernel: str, phase: str, size: int, samples: Sequence[floa
     return {"kind": kind, "kernel": kernel, "phase": phase, "size": int(size),
             **figures(summarize(samples, confidence)), "modes": modes(samples), "spread": spread(samples), **fields,
             "samples_s": [float(x) for x in samples], "metric": metric, "spec": spec}
+
+
+def repeat_table(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run-to-run reproducibility of records measured in independent blocks (``repeat_block``): per kernel, phase
+    and size, the modelling figure and the median of each block, and the spread (largest over smallest) of each
+    across the blocks."""
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for r in records:
+        if "repeat_block" in r:
+            groups.setdefault((r["kernel"], r["phase"], int(r["size"])), []).append(r)
+    out = []
+    for (kernel, phase, size), recs in groups.items():
+        recs = sorted(recs, key=lambda r: r["repeat_block"])
+        figs = [float(r["model_s"]) for r in recs]
+        meds = [float(r["median_s"]) for r in recs]
+        out.append({"kernel": kernel, "phase": phase, "size": size, "blocks": len(recs), "model_s": figs,
+                    "median_s": meds, "model_spread": max(figs) / min(figs) if min(figs) > 0 else float("nan"),
+                    "median_spread": max(meds) / min(meds) if min(meds) > 0 else float("nan")})
+    return out

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuprofiler.measure.stats import model_value
 from gpuprofiler.profile.hardware import view
 
 
@@ -27,6 +28,38 @@ def save_figure(fig, path: str | Path) -> Path:
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
     return path
+
+
+def plot_repeats(records: list[dict], path: str | Path) -> Path | None:
+    """PNG of ``measure --repeat`` blocks: per kernel and size, every sample of every block (log time) with the
+    block's 10th percentile (the modelling figure) and median, so one sees which figure holds still."""
+    from gpuprofiler.measure.records import repeat_table
+
+    rows = [r for r in repeat_table(records) if r["blocks"] > 1]
+    if not rows:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(len(rows), 1, figsize=(8, 2.6 * len(rows) + 0.6), squeeze=False)
+    for ax, row in zip(axes[:, 0], rows):
+        recs = sorted((r for r in records if "repeat_block" in r and (r["kernel"], r["phase"], int(r["size"]))
+                       == (row["kernel"], row["phase"], row["size"])), key=lambda r: r["repeat_block"])
+        for i, r in enumerate(recs):
+            t = np.asarray(r.get("samples_s") or [], float) * 1e3
+            ax.scatter(np.full(len(t), i) + np.random.default_rng(i).uniform(-0.3, 0.3, len(t)), t, s=4,
+                       color="0.6", alpha=0.5, label="samples" if i == 0 else None)
+        x = np.arange(len(recs))
+        ax.plot(x, np.asarray(row["median_s"]) * 1e3, "s-", color="tab:red",
+                label=f"median (spread {row['median_spread']:.2f}x)")
+        ax.plot(x, np.asarray(row["model_s"]) * 1e3, "o-", color="tab:blue",
+                label=f"10th percentile (spread {row['model_spread']:.2f}x)")
+        ax.set_yscale("log")
+        ax.set_xticks(x, [str(i + 1) for i in x])
+        ax.set_xlabel("block")
+        ax.set_ylabel("device time (ms)")
+        ax.set_title(f"{row['kernel']} {row['phase']} size {row['size']}: {row['blocks']} independent blocks",
+                     fontsize=9)
+        ax.legend(fontsize=7, loc="upper right")
+    return save_figure(fig, path)
 
 
 def plot_latency(profile: Any, path: str | Path) -> Path | None:
@@ -65,12 +98,12 @@ def plot_extrapolation(ex: Any, records: list[dict], path: str | Path, title: st
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, p in enumerate(ex.phases):
         c = colors[k % len(colors)]
-        med = [float(np.median(v)) for v in sweep.phases[p]]
+        med = [model_value(v) for v in sweep.phases[p]]
         ax.plot(sizes, med, "o", color=c, ms=4, label=f"{p} (measured)")
         model = ex.fits[p].model
         ax.plot(grid, [model.predict_value(g) for g in grid], "-", color=c, lw=1,
                 label=f"{p}: {model.name}")
-    tot = [float(np.median(v)) for v in sweep.totals]
+    tot = list(sweep.figures())
     if len(ex.phases) > 1 or ex.rest:
         ax.plot(sizes, tot, "s", color="black", ms=4, label="whole run (measured)")
     for r in records:

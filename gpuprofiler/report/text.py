@@ -6,19 +6,30 @@ from typing import Any
 
 
 def print_measurements(records: list[dict]) -> None:
-    """One line per record: kernel, phase, size, median and its interval, samples, checked, share or GB/s."""
-    print(f"{'kernel':<16} {'phase':<18} {'size':>10} {'median':>12} {'95% interval of median':>26} {'n':>5} "
-          f"{'checked':>7} {'share/GB/s':>10}")
+    """One line per record: kernel, phase, size, the modelling figure (p10) and its interval, the median, samples,
+    checked, share or GB/s."""
+    print(f"{'kernel':<16} {'phase':<18} {'size':>10} {'p10':>12} {'95% interval of p10':>26} {'median':>12} "
+          f"{'n':>5} {'checked':>7} {'share/GB/s':>10}")
     for r in records:
         extra = f"{r['share'] * 100:.1f}%" if "share" in r else (f"{r['gbps']:.2f}" if r.get("gbps") else "")
-        print(f"{r['kernel']:<16} {r['phase']:<18} {r['size']:>10} {r['median_s'] * 1e6:>10.1f}us "
-              f"[{r['ci_low_s'] * 1e6:>10.1f}, {r['ci_high_s'] * 1e6:>10.1f}]us {r['samples']:>5} "
-              f"{str(r['checked']).lower():>7} {extra:>10}")
+        print(f"{r['kernel']:<16} {r['phase']:<18} {r['size']:>10} {r['model_s'] * 1e6:>10.1f}us "
+              f"[{r['model_ci_low_s'] * 1e6:>10.1f}, {r['model_ci_high_s'] * 1e6:>10.1f}]us "
+              f"{r['median_s'] * 1e6:>10.1f}us {r['samples']:>5} {str(r['checked']).lower():>7} {extra:>10}")
         found = r.get("modes") or []
         if len(found) > 1:
             parts = ", ".join(f"{m['median_s'] * 1e6:.1f}us x{100 * m['share']:.0f}%" for m in found)
             print(f"{'':<16} {len(found)} modes: {parts} (p90/p10 {r.get('spread', float('nan')):.2f}): "
                   "the median mixes fast and slowed runs")
+
+
+def print_repeats(rows: list[dict]) -> None:
+    """The run-to-run table of ``measure --repeat``: each block's modelling figure and median, and their spreads."""
+    print(f"{'kernel':<16} {'phase':<18} {'size':>10} {'blocks':>6} {'p10 spread':>10} {'median spread':>13}  "
+          "p10 per block (us)")
+    for r in rows:
+        per = " ".join(f"{x * 1e6:.1f}" for x in r["model_s"])
+        print(f"{r['kernel']:<16} {r['phase']:<18} {r['size']:>10} {r['blocks']:>6} {r['model_spread']:>10.3f} "
+              f"{r['median_spread']:>13.3f}  {per}")
 
 
 def print_extrapolation(records: list[dict]) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 from gpuprofiler import __version__
 from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 
-PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_spread", "rel_error",
+PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s", "measured_spread", "rel_error",
                       "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail")
 SUMMARY_COLUMNS = ("model", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
                    "cases_with_interval", "median_interval_width", "loko_corrected_mape", "loko_corrected_median_abs_error",
@@ -132,7 +132,8 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
                      f"{100 * s['max_abs_error']:.1f}% | {inside} | {' | '.join(corr)} |")
     lines += largest_sizes(rows)
     lines += ["", "## Predictions", "",
-              "rel_error = (predicted - measured) / measured; measured is the median device time of the run; "
+              "rel_error = (predicted - measured) / measured; measured is the run's modelling figure (the 10th percentile "
+              "of its device times: the runs no other work slowed; its median is in predictions.csv); "
               "its spread is the run's own 90th over 10th percentile (an error inside it may be noise, not model).",
               "",
               "| kernel | size | model | predicted (s) | measured (s) | spread | error | corrected error | "

@@ -3,7 +3,7 @@
 Steps: each item's small-size sweep, each target measured for real, then a prediction of every target
 from every predictor of :mod:`gpuprofiler.models.registry` that applies (one row per item, size and
 model; :mod:`gpuprofiler.report.validation` writes the files). Measurements go to
-``OUTDIR/measurements.jsonl`` the moment each size finishes; a rerun reuses those of the same device,
+``OUTDIR/measurements.jsonl`` the moment each item's sizes finish (they are timed together, interleaved); a rerun reuses those of the same device,
 item (same file contents) and size, so an interrupted run resumes.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.measure.policy import VALIDATE, VALIDATE_QUICK, TimingPolicy
-from gpuprofiler.measure.stats import spread
+from gpuprofiler.measure.stats import model_value, spread
 from gpuprofiler.measure.storage import MeasurementLog, read_records
 from gpuprofiler.models import correction, registry
 from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
@@ -120,13 +120,15 @@ class Progress:
                  f"{_duration(self.estimate())} to go")
         self._t0 = time.perf_counter()
 
-    def finish(self, key: str, size: int) -> None:
+    def finish(self, key: str, sizes: list[int]) -> None:
+        """The measurements of ``sizes`` (taken together since :meth:`start`) are done."""
         secs = time.perf_counter() - self._t0
-        self.done += 1
+        self.done += len(sizes)
         self.spent += secs
-        self.rates[key] = secs / max(size, 1)
-        if (key, size) in self.pending:
-            self.pending.remove((key, size))
+        self.rates[key] = secs / max(sum(sizes), 1)
+        for size in sizes:
+            if (key, size) in self.pending:
+                self.pending.remove((key, size))
 
 
 def _duration(s: float) -> str:
@@ -149,17 +151,19 @@ class ItemResult:
     reused: int = 0
 
 
-def _measure(store: Store, backend, item, digest: str, size: int, policy: TimingPolicy, prog: Progress,
-             label: str) -> list[dict]:
-    have = store.get(digest, size)
-    if have is not None:
-        return have
-    prog.start(digest, size, f"{label} size {size}")
-    got: list[dict] = []
-    run_sweep(backend, item, [size], policy, on_record=got.append)
-    store.put(digest, size, got)
-    prog.finish(digest, size)
-    return got
+def _measure(store: Store, backend, item, digest: str, sizes: list[int], policy: TimingPolicy, prog: Progress,
+             label: str) -> dict[int, list[dict]]:
+    """The records of every size, the stored ones reused and the others measured together, in alternation (a
+    size's group is stored once all of them are done)."""
+    todo = [s for s in sizes if store.get(digest, s) is None]
+    if todo:
+        prog.start(digest, max(todo), f"{label} size{'s' if len(todo) > 1 else ''} {', '.join(map(str, todo))}")
+        got: list[dict] = []
+        run_sweep(backend, item, todo, policy, on_record=got.append)
+        for size in todo:
+            store.put(digest, size, [r for r in got if int(r["size"]) == size])
+        prog.finish(digest, todo)
+    return {s: store.get(digest, s) for s in sizes}
 
 
 def check_models(models: list[str] | None) -> list[str]:
@@ -195,10 +199,9 @@ def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | Non
     results = []
     for path, item, digest in plan:
         name = getattr(item, "name", path.stem)
-        sweep_recs = [r for s in item.small for r in _measure(store, backend, item, digest, s, policy, prog,
-                                                               f"{name} (small)")]
-        checks = {t: from_records(_measure(store, backend, item, digest, t, policy, prog, f"{name} (target)"))
-                  for t in item.target}
+        got = _measure(store, backend, item, digest, list(item.small) + list(item.target), policy, prog, name)
+        sweep_recs = [r for s in item.small for r in got[s]]
+        checks = {t: from_records(got[t]) for t in item.target}
         res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel")
         sizes = list(item.small) + list(item.target)
         res.measurements = len(sizes)
@@ -248,8 +251,10 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
     """The prediction against the measured run: one row, or one per measured phase it predicts."""
     phases = p.details.get("phases") if isinstance(p.details.get("phases"), dict) else None
     if not phases:
-        row = _row(item, model, p.size, p.seconds, (p.low, p.high), measured.total_summary().median, p.summary)
-        return [{**row, "measured_spread": spread(measured.totals[0]), "features": p.details.get("features"),
+        total = measured.total_summary()
+        row = _row(item, model, p.size, p.seconds, (p.low, p.high), total.model, p.summary)
+        return [{**row, "measured_median_s": total.median, "measured_spread": spread(measured.totals[0]),
+                 "features": p.details.get("features"),
                  "kernel_code": p.details.get("kernel_code")}]
     out = []
     for phase, got in phases.items():
@@ -258,10 +263,12 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
         lo, hi = got["interval_s"]
         if not (math.isfinite(got["predicted_s"]) and 0 <= lo <= got["predicted_s"] <= hi < math.inf):
             raise ValueError(f"{model}: phase {phase}: {got['predicted_s']!r} s outside [{lo!r}, {hi!r}]")
-        seen = float(np.median(measured.phases[phase][0]))
+        seen = model_value(measured.phases[phase][0])
         if seen > 0:
             out.append({**_row(f"{item}/{phase}", model, p.size, got["predicted_s"], got["interval_s"], seen,
-                               got.get("summary", p.summary)), "measured_spread": spread(measured.phases[phase][0]),
+                               got.get("summary", p.summary)),
+                        "measured_median_s": float(np.median(measured.phases[phase][0])),
+                        "measured_spread": spread(measured.phases[phase][0]),
                         "features": got.get("features"),
                         "kernel_code": got.get("kernel_code")})
     return out

@@ -20,6 +20,7 @@ from gpuprofiler.errors import CheckError, GpuProfilerError, UserError
 from gpuprofiler.measure.engine import Engine
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.records import PHASE_METRIC, record
+from gpuprofiler.measure.stats import model_value
 from gpuprofiler.workloads.wrapper import Recorder, RunContext, launch_overhead
 
 
@@ -66,52 +67,70 @@ def load_app(path: str | Path) -> App:
 
 def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: TimingPolicy | None = None,
                 check: bool = True, on_record: Callable[[dict], None] | None = None,
-                progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Run the app repeatedly at each size; one record per phase per size (device event times summed per run)."""
+                progress: Callable[[str], None] | None = None, interleave: bool = True) -> list[dict]:
+    """Run the app repeatedly at each size; one record per phase per size (device event times summed per run).
+
+    With ``interleave`` the sizes run in rounds, one run of each size per round (each run allocates and frees
+    its own buffers), so that a shared device's changing load falls on every size alike; the budget is the
+    policy's per size."""
     policy = policy or TimingPolicy()
     overhead = launch_overhead(backend)
+    sizes = [int(s) for s in sizes]
+    groups = [sizes] if interleave and sizes else [[s] for s in sizes]
     records = []
-    for size in sizes:
-        runs: list[dict[str, dict[str, Any]]] = []
-        checked = False
+    for group in groups:
+        runs: dict[int, list[dict[str, dict[str, Any]]]] = {size: [] for size in group}
+        checked: dict[int, bool] = {size: False for size in group}
 
-        def once() -> float:
-            nonlocal checked
-            recorder = Recorder()
-            first = not runs
-            ctx = RunContext(backend, recorder, app.path.parent, poison=first and check)
-            result = app.call("run", app.run_fn, ctx, int(size))
-            backend.finish()
-            if first and check and app.check_fn is not None:
-                app.call("check", app.check_fn, int(size), result)
-                checked = True
-            phases = recorder.phase_times()
-            runs.append(phases)
-            return sum(p["total_s"] for p in phases.values())
+        def once_at(size: int) -> Callable[[], float]:
+            def once() -> float:
+                recorder = Recorder()
+                first = not runs[size]
+                ctx = RunContext(backend, recorder, app.path.parent, poison=first and check)
+                result = app.call("run", app.run_fn, ctx, size)
+                backend.finish()
+                if first and check and app.check_fn is not None:
+                    app.call("check", app.check_fn, size, result)
+                    checked[size] = True
+                phases = recorder.phase_times()
+                runs[size].append(phases)
+                return sum(p["total_s"] for p in phases.values())
+            return once
 
         if progress:
-            progress(f"{app.name}: size {size}: running")
-        timing = Engine(policy).sample(once)
-        timed = runs[len(timing.warmup_s):]
-        totals = np.array(timing.device_s)
-        names = sorted({name for run in timed for name in run},
-                       key=lambda name: -np.median([run.get(name, {"total_s": 0.0})["total_s"] for run in timed]))
-        for name in names:
-            per_run = [run.get(name, {"total_s": 0.0, "calls": 0})["total_s"] for run in timed]
-            calls = [run.get(name, {"calls": 0})["calls"] for run in timed]
-            info = next(run[name] for run in timed if name in run)
-            works = {run[name]["work"] for run in timed if name in run}
-            median = float(np.median(per_run))
-            rec = record("app", app.name, name, size, per_run, PHASE_METRIC, str(app.path), policy.confidence,
-                         phase_kind=info["kind"], kernels=info["kernels"],
-                         calls=int(np.median(calls)), mean_call_s=median / max(1, int(np.median(calls))),
-                         # what the phase moved or launched per run, counted by the wrapper (None: mixed or unknown)
-                         work=works.pop() if len(works) == 1 else None, work_unit=info["work_unit"],
-                         share=float(np.median(np.array(per_run) / totals)),
-                         run_median_s=float(np.median(totals)), run_host_median_s=timing.host.median,
-                         stop_reason=timing.stop_reason,
-                         wrapper_overhead_per_launch_s=overhead["overhead_per_launch_s"], checked=checked)
-            records.append(rec)
-            if on_record:
-                on_record(rec)
+            progress(f"{app.name}: running size{'s' if len(group) > 1 else ''} {', '.join(map(str, group))}"
+                     + (" in alternation" if len(group) > 1 else ""))
+        timings = Engine(policy).interleave([once_at(size) for size in group], budget_s=policy.budget_s * len(group))
+        for size, timing in zip(group, timings):
+            for rec in _phase_records(app, size, runs[size][len(timing.warmup_s):], timing, policy, overhead,
+                                      checked[size], [s for s in group if s != size]):
+                records.append(rec)
+                if on_record:
+                    on_record(rec)
     return records
+
+
+def _phase_records(app: App, size: int, timed: list[dict[str, dict[str, Any]]], timing, policy: TimingPolicy,
+                   overhead: dict, checked: bool, interleaved_with: list[int]) -> list[dict]:
+    """One record per phase of the timed runs at one size, largest phase first."""
+    totals = np.array(timing.device_s)
+    names = sorted({name for run in timed for name in run},
+                   key=lambda name: -np.median([run.get(name, {"total_s": 0.0})["total_s"] for run in timed]))
+    out = []
+    for name in names:
+        per_run = [run.get(name, {"total_s": 0.0, "calls": 0})["total_s"] for run in timed]
+        calls = [run.get(name, {"calls": 0})["calls"] for run in timed]
+        info = next(run[name] for run in timed if name in run)
+        works = {run[name]["work"] for run in timed if name in run}
+        median = float(np.median(per_run))
+        out.append(record("app", app.name, name, size, per_run, PHASE_METRIC, str(app.path), policy.confidence,
+                          phase_kind=info["kind"], kernels=info["kernels"],
+                          calls=int(np.median(calls)), mean_call_s=median / max(1, int(np.median(calls))),
+                          # what the phase moved or launched per run, counted by the wrapper (None: mixed or unknown)
+                          work=works.pop() if len(works) == 1 else None, work_unit=info["work_unit"],
+                          share=float(np.median(np.array(per_run) / totals)),
+                          run_median_s=float(np.median(totals)), run_model_s=model_value(totals),
+                          run_host_median_s=timing.host.median, stop_reason=timing.stop_reason,
+                          interleaved_with=interleaved_with,
+                          wrapper_overhead_per_launch_s=overhead["overhead_per_launch_s"], checked=checked))
+    return out

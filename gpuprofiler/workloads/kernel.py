@@ -104,32 +104,76 @@ def time_kernel(backend: Backend, prepared: PreparedKernel, policy: TimingPolicy
     return Engine(policy).time_launch(backend, prepared.kernel, inst.global_size, inst.local_size, prepared.args())
 
 
+def _timed_run(backend: Backend, engine: Engine, prepared: PreparedKernel) -> Callable[[], float]:
+    inst, args = prepared.instance, prepared.args()
+
+    def once() -> float:
+        event = engine.launch_once(backend, prepared.kernel, inst.global_size, inst.local_size, args)
+        backend.finish()
+        return event.seconds()
+
+    return once
+
+
+def rounds(backend: Backend, spec: KernelSpec, sizes: list[int], overrides: dict[str, Any] | None = None) -> list[list[int]]:
+    """The sizes in groups measured in alternation: consecutive sizes whose arrays fit on the device and in the
+    host's memory together (half of either, so that a group never crowds the device)."""
+    room = float(backend.info.global_mem_bytes)
+    host = host_available_bytes()
+    if host is not None:
+        room = min(room, host / 2)
+    groups: list[list[int]] = []
+    used = 0.0
+    for size in sizes:
+        need = float(spec.instantiate(size, overrides).array_bytes)
+        if groups and used + need <= room / 2:
+            groups[-1].append(size)
+            used += need
+        else:
+            groups.append([size])
+            used = need
+    return groups
+
+
 def measure_spec(backend: Backend, spec: KernelSpec, sizes: Iterable[int], policy: TimingPolicy | None = None,
                  check: bool = True, on_record: Callable[[dict], None] | None = None,
-                 overrides: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Measure ``spec`` at each size; each finished record is passed to ``on_record`` at once."""
+                 overrides: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None,
+                 interleave: bool = True) -> list[dict]:
+    """Measure ``spec`` at each size; each finished record is passed to ``on_record`` at once.
+
+    With ``interleave`` the sizes are timed in rounds, one launch of each size per round (as many at once as
+    fit, see :func:`rounds`), so that a shared device's changing load falls on every size alike; the budget is
+    the policy's per size."""
+    policy = policy or TimingPolicy()
+    sizes = [int(s) for s in sizes]
+    groups = rounds(backend, spec, sizes, overrides) if interleave else [[s] for s in sizes]
     records = []
-    for size in sizes:
+    for group in groups:
+        prepared: list[PreparedKernel] = []
+        checks: list[tuple[bool, float | None]] = []
+        for size in group:
+            if progress:
+                progress(f"{spec.name}: size {size}: compiling, uploading{', checking' if check and spec.checks else ''}")
+            one = prepare(backend, spec, size, overrides=overrides)
+            checks.append((True, run_checked(backend, one)) if check and spec.checks else (False, None))
+            prepared.append(one)
         if progress:
-            progress(f"{spec.name}: size {size}: compiling, uploading{', checking' if check and spec.checks else ''}")
-        prepared = prepare(backend, spec, size, overrides=overrides)
-        checked = False
-        check_error = None
-        if check and spec.checks:
-            check_error = run_checked(backend, prepared)
-            checked = True
-        if progress:
-            progress(f"{spec.name}: size {size}: timing")
-        timing = time_kernel(backend, prepared, policy)
-        inst = prepared.instance
-        rec = record("kernel", spec.name, spec.kernel, size, timing.device_s, KERNEL_METRIC, str(spec.path),
-                     timing.policy.confidence, **host_figures(timing),
-                     checked=checked, check_error_over_tol=check_error,
-                     global_size=inst.global_size, local_size=inst.local_size, params=inst.names,
-                     flops=inst.flops, bytes=inst.bytes,
-                     gflops=inst.flops / timing.device.median / 1e9 if inst.flops else None,
-                     gbps=inst.bytes / timing.device.median / 1e9 if inst.bytes else None)
-        records.append(rec)
-        if on_record:
-            on_record(rec)
+            progress(f"{spec.name}: timing size{'s' if len(group) > 1 else ''} {', '.join(map(str, group))}"
+                     + (" in alternation" if len(group) > 1 else ""))
+        engine = Engine(policy)
+        timings = engine.interleave([_timed_run(backend, engine, one) for one in prepared],
+                                    budget_s=policy.budget_s * len(group))
+        for size, one, (checked, check_error), timing in zip(group, prepared, checks, timings):
+            inst = one.instance
+            rec = record("kernel", spec.name, spec.kernel, size, timing.device_s, KERNEL_METRIC, str(spec.path),
+                         timing.policy.confidence, **host_figures(timing),
+                         checked=checked, check_error_over_tol=check_error, interleaved_with=[s for s in group if s != size],
+                         global_size=inst.global_size, local_size=inst.local_size, params=inst.names,
+                         flops=inst.flops, bytes=inst.bytes,
+                         gflops=inst.flops / timing.device.model / 1e9 if inst.flops else None,
+                         gbps=inst.bytes / timing.device.model / 1e9 if inst.bytes else None)
+            records.append(rec)
+            if on_record:
+                on_record(rec)
+        del prepared
     return records

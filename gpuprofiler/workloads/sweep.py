@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gpuprofiler.measure.policy import TimingPolicy
-from gpuprofiler.measure.stats import Summary, summarize
+from gpuprofiler.measure.stats import Summary, model_value, summarize
 from gpuprofiler.workloads.apps import App, load_app, measure_app
 from gpuprofiler.workloads.kernel import measure_spec
 from gpuprofiler.workloads.spec import KernelSpec, load_spec
@@ -31,6 +31,10 @@ class Sweep:
     # per phase and size, the work the run wrapper counted (bytes copied, work-items launched); None: unknown
     work: dict[str, list[float | None]] = field(default_factory=dict)
 
+    def figures(self) -> np.ndarray:
+        """The modelling figure of the whole-run device time, per size."""
+        return np.array([model_value(t) for t in self.totals])
+
     def shares(self) -> dict[str, np.ndarray]:
         """Each phase's median share of the run's device time, per size."""
         out = {}
@@ -39,8 +43,8 @@ class Sweep:
         return out
 
     def total_summary(self, index: int = 0) -> Summary:
-        """Median whole-run device time at the ``index``-th size (the only one, for a measured target), with its
-        interval and spread."""
+        """The whole-run device time's figures at the ``index``-th size (the only one, for a measured target):
+        the modelling figure and the median, with their intervals."""
         return summarize(self.totals[index])
 
     def subset(self, keep: list[int]) -> "Sweep":

@@ -50,6 +50,23 @@ def test_measure_app_by_name_one_record_per_phase(tmp_path):
     assert all(r["checked"] for r in records)
 
 
+def test_measure_repeat_blocks_table_and_plot(tmp_path):
+    done = run_cli("measure", "vadd", "--sizes", "4096,65536", "--repeat", "3", "--budget", "0.05",
+                   "--plot", tmp_path / "blocks.png", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "p10 spread" in done.stdout and (tmp_path / "blocks.png").stat().st_size > 0
+    lines = [json.loads(x) for x in next((tmp_path / "results").glob("*/measurements.jsonl")).read_text().splitlines()]
+    assert sorted((r["size"], r["repeat_block"]) for r in lines) == [(n, b) for n in (4096, 65536) for b in range(3)]
+    assert len({r["repeat_id"] for r in lines}) == 1 and {r["repeat_blocks"] for r in lines} == {3}
+    assert all(r["interleaved_with"] == [65536 + 4096 - r["size"]] and r["model_statistic"] == "p10" for r in lines)
+    assert [r["checked"] for r in sorted(lines, key=lambda r: r["repeat_block"])][:2] == [True, True]
+
+
+def test_measure_plot_without_repeat_is_a_user_error(tmp_path):
+    done = run_cli("measure", "vadd", "--sizes", "4096", "--plot", tmp_path / "x.png", cwd=tmp_path)
+    assert done.returncode == 2 and "--repeat" in done.stderr and "Traceback" not in done.stderr
+
+
 def copy_vadd(tmp_path):
     for f in KERNELS.glob("vadd.*"):
         shutil.copy(f, tmp_path / f.name)

@@ -10,7 +10,8 @@ from gpuprofiler.measure.engine import Engine
 from gpuprofiler.measure.policy import TimingPolicy, bench, fixed
 
 
-def test_interleave_alternates_runs_and_stops_them_together():
+@pytest.mark.parametrize("stop_on", ["median", "model"])
+def test_interleave_alternates_runs_and_stops_them_together(stop_on):
     order = []
     values = {"a": itertools.cycle([1.0, 1.0, 1.02]), "b": itertools.cycle([2.0, 2.1, 2.0, 2.05])}
 
@@ -20,12 +21,15 @@ def test_interleave_alternates_runs_and_stops_them_together():
             return next(values[name])
         return once
 
-    a, b = Engine(TimingPolicy(warmup=2, min_samples=5, rel_ci=0.5, budget_s=10)).interleave([run("a"), run("b")])
+    policy = TimingPolicy(warmup=2, min_samples=5, rel_ci=0.5, budget_s=10, stop_on=stop_on)
+    a, b = Engine(policy).interleave([run("a"), run("b")])
     assert order[:4] == ["a", "b", "a", "b"] and order == ["a", "b"] * (len(order) // 2)
-    # 6 samples: the first count whose order-statistic interval reaches 95% coverage
-    assert len(a.warmup_s) == len(b.warmup_s) == 2 and len(a.device_s) == len(b.device_s) == 6
+    # the first count whose order-statistic interval reaches 95% coverage: 6 for the median; 31 for the 10th
+    # percentile (0.9^n must leave at most 2.5% to each side)
+    n = {"median": 6, "model": 31}[stop_on]
+    assert len(a.warmup_s) == len(b.warmup_s) == 2 and len(a.device_s) == len(b.device_s) == n
     assert a.stop_reason == b.stop_reason == "interval"
-    assert len(order) == 2 * (2 + 6)
+    assert len(order) == 2 * (2 + n)
 
 
 def test_interleave_waits_for_the_slowest_to_converge_or_the_budget():

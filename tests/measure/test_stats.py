@@ -6,7 +6,7 @@ from scipy import stats
 
 from gpuprofiler.measure.engine import sample
 from gpuprofiler.measure.policy import TimingPolicy
-from gpuprofiler.measure.stats import median_interval, summarize
+from gpuprofiler.measure.stats import median_interval, quantile_interval, summarize
 
 
 @given(st.lists(st.floats(1e-9, 1.0), min_size=1, max_size=300))
@@ -21,7 +21,7 @@ def test_interval_coverage_is_exact_binomial():
         lo, hi, cov = median_interval(np.arange(n, dtype=float))
         j = int(lo) + 1
         assert cov >= 0.95
-        assert cov == 1 - 2 * stats.binom.cdf(j - 1, n, 0.5)
+        assert cov == pytest.approx(1 - 2 * stats.binom.cdf(j - 1, n, 0.5), abs=1e-12)
         # one order statistic further in would fall below 95%
         assert 1 - 2 * stats.binom.cdf(j, n, 0.5) < 0.95
     assert median_interval([3.0, 1, 2, 5, 4])[2] == 1 - 2 / 32  # n=5: min..max, 93.75%
@@ -35,10 +35,13 @@ def test_summary_fields():
 
 def test_engine_stops_on_interval_and_keeps_every_sample():
     values = iter([5.0, 5.0] + [1.0] * 1000)  # two warm-ups, then constant
-    timing = sample(lambda: next(values), TimingPolicy(warmup=2, budget_s=10))
+    timing = sample(lambda: next(values), TimingPolicy(warmup=2, budget_s=10, stop_on="median"))
     assert timing.warmup_s == [5.0, 5.0]
     assert timing.stop_reason == "interval"
     assert len(timing.device_s) == 6 and len(timing.host_s) == 6  # first n whose interval reaches 95%
+    values = iter([5.0, 5.0] + [1.0] * 1000)
+    timing = sample(lambda: next(values), TimingPolicy(warmup=2, budget_s=10))  # on the modelling figure
+    assert timing.stop_reason == "interval" and len(timing.device_s) == 31
 
 
 def test_engine_stops_on_budget_with_at_least_min_samples():
@@ -99,3 +102,28 @@ def test_one_normal_cluster_is_one_mode():
 
     x = np.random.default_rng(2).normal(1e-3, 3e-5, 200)
     assert len(modes(x)) == 1 and modes([]) == []
+
+
+@given(st.integers(1, 400), st.floats(0.01, 0.99), st.floats(0.5, 0.99))
+@settings(max_examples=200, deadline=None)
+def test_quantile_interval_is_the_binomial_order_statistic_interval(n, q, confidence):
+    """Each end is the order statistic with at most (1 - confidence)/2 binomial probability beyond it, pulled in
+    no further than that, and the coverage is the exact binomial probability between them."""
+    lo, hi, cov = quantile_interval(np.arange(n, dtype=float), q, confidence)
+    i, j = int(lo) + 1, int(hi) + 1  # 1-based order statistics
+    tail = (1 - confidence) / 2
+    cdf = lambda k: stats.binom.cdf(k, n, q)  # noqa: E731
+    assert cov == pytest.approx(cdf(j - 1) - cdf(i - 1), abs=1e-12)
+    assert i == 1 or cdf(i - 1) <= tail  # at most tail beyond the low end ...
+    assert i == n or cdf(i) > tail  # ... and the next one in would leave more
+    assert j == n or cdf(j - 1) >= 1 - tail
+    assert j == 1 or cdf(j - 2) < 1 - tail
+    assert i <= j
+
+
+def test_modelling_figure_is_the_low_quantile_with_its_interval():
+    x = np.r_[np.full(40, 1.0), np.full(60, 2.5)]  # 40% fast runs, 60% slowed
+    s = summarize(x)
+    assert s.model == 1.0 and s.median == 2.5
+    assert s.model_ci_low == s.model_ci_high == 1.0 and s.model_ci_coverage >= 0.95
+    assert s.tight("model", 0.01, 0.95) and not s.tight("median", 0.01, 0.95)

@@ -11,8 +11,9 @@
 * :func:`choose` -- among the first five, the simplest whose leave-one-out error is within one standard
   error (or the repeats' spread) of the best.
 
-Every law takes per-size samples (repeats), fits the per-size medians, and predicts with a
-95% interval that adds the fit's uncertainty, the misfit of the law and the spread of repeats.
+Every law takes per-size samples (repeats), fits the per-size modelling figures (the fast runs' figure,
+:data:`gpuprofiler.measure.stats.MODEL_STATISTIC`), and predicts with a 95% interval that adds the fit's
+uncertainty, the misfit of the law and the uncertainty of the measured figures.
 """
 
 from __future__ import annotations
@@ -23,23 +24,27 @@ from typing import Sequence
 import numpy as np
 from scipy import optimize, stats
 
+from gpuprofiler.measure.stats import MODEL_QUANTILE, model_value, quantile_interval
 from gpuprofiler.models.base import Prediction
 
 CONFIDENCE = 0.95
 
 
-def _medians(samples: Sequence[Sequence[float]]) -> np.ndarray:
-    return np.array([float(np.median(s)) for s in samples])
+def _figures(samples: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.array([model_value(s) for s in samples])
 
 
 def repeat_log_variance(samples: Sequence[Sequence[float]]) -> float:
-    """Mean over sizes of the variance of ln(repeat) around its size's median: the spread of repeats."""
+    """Mean over sizes of the variance of ln(figure): how uncertain each size's measured figure is, from the
+    figure's order-statistic interval taken as +-1.96 standard deviations in log."""
+    z = stats.norm.ppf(0.5 + CONFIDENCE / 2)
     out = []
     for s in samples:
         s = np.asarray(s, float)
         s = s[s > 0]
         if len(s) > 1:
-            out.append(float(np.mean((np.log(s) - np.log(np.median(s))) ** 2)))
+            lo, hi, _ = quantile_interval(s, MODEL_QUANTILE, CONFIDENCE)
+            out.append(float((math.log(hi / lo) / (2 * z)) ** 2))
     return float(np.mean(out)) if out else 0.0
 
 
@@ -54,7 +59,7 @@ class ScalingModel:
         samples = [np.atleast_1d(np.asarray(s, float)) for s in samples]
         if len(sizes) != len(samples) or len(sizes) < self.n_params:
             raise ValueError(f"{self.name}: needs at least {self.n_params} sizes, got {len(sizes)}")
-        self.sizes_, self.times_ = sizes, _medians(samples)
+        self.sizes_, self.times_ = sizes, _figures(samples)
         if np.any(self.times_ <= 0) or np.any(sizes <= 0):
             raise ValueError(f"{self.name}: sizes and times must be positive")
         self.rep_var_ = repeat_log_variance(samples)
@@ -270,14 +275,20 @@ def loo_errors(model_factory, sizes: np.ndarray, samples: list) -> list[float]:
             pred = m.predict_value(float(sizes[i]))
         except (ValueError, np.linalg.LinAlgError, RuntimeError):
             return [math.inf] * len(sizes)
-        actual = float(np.median(samples[i]))
+        actual = model_value(samples[i])
         errors.append(abs(pred - actual) / actual if math.isfinite(pred) and pred > 0 else math.inf)
     return errors
 
 
 def repeat_spread(samples: Sequence[Sequence[float]]) -> float:
-    """Typical relative spread of the repeats at one size: the median over sizes of IQR / median."""
-    spreads = [float(np.subtract(*np.percentile(v, [75, 25])) / np.median(v)) for v in samples if len(v) >= 4]
+    """Typical relative uncertainty of a size's measured figure: the median over sizes of its interval's
+    half-width over the figure."""
+    spreads = []
+    for v in samples:
+        v = np.asarray(v, float)
+        if len(v) >= 4 and model_value(v) > 0:
+            lo, hi, _ = quantile_interval(v, MODEL_QUANTILE, CONFIDENCE)
+            spreads.append(float((hi - lo) / 2 / model_value(v)))
     return float(np.median(spreads)) if spreads else 0.0
 
 

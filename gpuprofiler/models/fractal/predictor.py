@@ -111,13 +111,15 @@ class FractalPredictor(Predictor):
 
 
 def check_record(record: dict[str, Any], measured: Sweep) -> dict[str, Any]:
-    """The record of a prediction with the measured target beside it: its median and interval, and the signed
-    relative errors (predicted - measured) / measured of the chosen, pure fractal and baseline predictions."""
+    """The record of a prediction with the measured target beside it: its modelling figure and interval (and its
+    median), and the signed relative errors (predicted - measured) / measured of the chosen, pure fractal and
+    baseline predictions."""
     s = measured.total_summary()
-    med = s.median
+    med = s.model
     rec = dict(record)
     rec["measured_s"] = med
-    rec["measured_interval_s"] = [s.ci_low, s.ci_high]
+    rec["measured_interval_s"] = [s.model_ci_low, s.model_ci_high]
+    rec["measured_median_s"] = s.median
     rec["error"] = (rec["predicted_s"] - med) / med
     rec["fractal_error"] = (rec["fractal_s"] - med) / med
     rec["inside_interval"] = rec["interval_s"][0] <= med <= rec["interval_s"][1]
