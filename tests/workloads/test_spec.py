@@ -9,7 +9,8 @@ from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs, resolve
 from gpuprofiler.workloads.spec import load_spec
 
 EXPECTED = {"vadd", "saxpy", "copy", "scale", "triad", "reduction", "matmul_naive", "matmul_tiled",
-            "transpose_naive", "transpose_tiled", "stencil5", "spmv_csr"}
+            "transpose_naive", "transpose_tiled", "stencil5", "spmv_csr", "gemm", "syrk", "syr2k", "gesummv",
+            "conv2d", "conv3d", "hotspot", "nbody"}
 
 
 def test_every_builtin_spec_loads_with_both_sources():
