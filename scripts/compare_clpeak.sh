@@ -3,6 +3,8 @@
 #   best global read bandwidth >= 0.9 x clpeak's best "Global memory bandwidth";
 #   launch latency by clpeak's definition (profiling START - QUEUED) within 2x of clpeak's;
 #   `calibrate --quick` no slower than a whole clpeak run.
+# COLD=1 gives each tool its own empty PoCL kernel cache (POCL_CACHE_DIR), as on a fresh machine, so that
+# compiling the kernels counts for both.
 # Needs Debian's clpeak and pocl-opencl-icd (apt-get install clpeak pocl-opencl-icd); clpeak runs on OpenCL
 # platform 0, so gpuprofiler calibrates the device with the same name (override with DEVICE=opencl:P:D).
 set -euo pipefail
@@ -11,12 +13,13 @@ GP=${GP:-gpuprofiler}
 out=${OUT_DIR:-$(mktemp -d)}
 mkdir -p "$out"
 command -v clpeak >/dev/null || { echo "clpeak is not installed: apt-get install clpeak pocl-opencl-icd" >&2; exit 2; }
-t0=$(date +%s.%N); clpeak -p 0 -d 0 > "$out/clpeak.txt" 2>&1; t1=$(date +%s.%N)
+cold() { if [ "${COLD:-0}" = 1 ]; then d=$(mktemp -d); POCL_CACHE_DIR=$d "$@"; rm -rf "$d"; else "$@"; fi; }
+t0=$(date +%s.%N); cold clpeak -p 0 -d 0 > "$out/clpeak.txt" 2>&1; t1=$(date +%s.%N)
 device=${DEVICE:-$($GP devices --json | python3 -c "
 import json, sys, re
 name = re.search(r'Device: (.*)', open('$out/clpeak.txt').read()).group(1).strip()
 print(next(d['id'] for d in json.load(sys.stdin) if d['name'] == name))")}
-t2=$(date +%s.%N); $GP calibrate --quick --device "$device" -o "$out/profile_quick.json" > "$out/calibrate.txt" 2>&1
+t2=$(date +%s.%N); cold $GP calibrate --quick --device "$device" -o "$out/profile_quick.json" > "$out/calibrate.txt" 2>&1
 t3=$(date +%s.%N)
 python3 - "$out" "$t0" "$t1" "$t2" "$t3" <<'PY'
 import json, re, sys

@@ -30,5 +30,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{mark} {d.id:<12} {d.type:<4} {d.name}  [{d.platform}; {d.compute_units} CUs, {clock}, "
               f"{d.global_mem_bytes / 2**30:.1f} GiB, local {d.local_mem_bytes // 1024} KiB, "
               f"max wg {d.max_work_group_size}, warp {d.warp_size or '-'}; {d.driver}]")
+        if d.extra.get("problem"):
+            print(f"    not usable: {d.extra['problem']}")
     print("(* = default device)")
     return 0

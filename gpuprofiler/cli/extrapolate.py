@@ -14,8 +14,8 @@ from gpuprofiler.measure.policy import SWEEP
 def add_parser(sub) -> None:
     p = sub.add_parser("extrapolate", help="predict large sizes from a small-size sweep (fractal model)")
     p.add_argument("target", metavar="SPEC_OR_APP")
-    p.add_argument("--small", type=int_list, help="small sizes (default: hardware-aware with --profile, else the "
-                                                   "spec's)")
+    p.add_argument("--small", type=int_list, help="small sizes (default: hardware-aware from the profile, --profile "
+                                                   "or the device's stored one; without a profile the spec's)")
     p.add_argument("--target", dest="targets", type=int_list, help="target sizes (default: the spec's)")
     add_profile(p, "hardware profile (launch overhead, caches, bandwidth curve, concurrency)")
     p.add_argument("--check", action="store_true", help="also run the targets and report the error")
@@ -33,8 +33,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from gpuprofiler.device import open_backend
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
-    from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record, size_functions
-    from gpuprofiler.models.fractal.regimes import hardware_sizes, run_cost
+    from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record
+    from gpuprofiler.models.fractal.regimes import recommended_small
     from gpuprofiler.profile.file import load_profile
     from gpuprofiler.report.text import print_extrapolation
     from gpuprofiler.workloads.builtin import resolve
@@ -47,25 +47,33 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{path}: no --target given and no default target sizes")
     given = load_profile(args.profile) if args.profile else None
     notes: list[str] = []
-    ws, _ = size_functions(item, targets[0])
-    if args.small:
-        small = args.small
-    elif given is not None and ws is not None:  # sizes from a profile named on purpose; a stored one informs the fit
-        small, notes = hardware_sizes(max(targets), ws, given, cost=run_cost(item, given))
-        progress(f"hardware-aware small sizes from {args.profile}: {small}")
-    else:
-        small = item.small
-    if not small or max(small) >= min(targets):
+    if args.small and (max(args.small) >= min(targets)):
         raise UserError("the small sizes must all lie below the targets")
-    if len(small) < FractalPredictor.min_sizes:
+    if args.small and len(args.small) < FractalPredictor.min_sizes:
         raise UserError(f"give at least {FractalPredictor.min_sizes} small sizes")
     backend = open_backend(args.device)
-    log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
     try:
         profile = given if given is not None else find_profile(args, backend.info).profile
+        if args.small:
+            small = args.small
+        else:  # the sizes the profile (named, else the device's stored one) recommends; else the spec's own
+            small, notes, how = recommended_small(item, targets, profile)
+            if how == "hardware":
+                progress(f"hardware-aware small sizes from the {'given' if given is not None else 'stored'} "
+                         f"profile: {small}")
+        if not small or max(small) >= min(targets):
+            raise UserError("the small sizes must all lie below the targets")
+        if len(small) < FractalPredictor.min_sizes:
+            raise UserError(f"give at least {FractalPredictor.min_sizes} small sizes")
+    except BaseException:
+        backend.close()
+        raise
+    log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
+    try:
         if profile is None:
-            notes.append("no hardware profile of this device: cache and concurrency boundaries between the small "
-                         "sizes and the targets cannot be detected (`gpuprofiler calibrate --quick` makes one)")
+            notes.append("no hardware profile of this device: the small sizes are the spec's own, and cache and "
+                         "concurrency boundaries between them and the targets cannot be detected "
+                         "(`gpuprofiler calibrate --quick` makes one)")
         sweep = run_sweep(backend, item, small, policy(args), check=not args.no_check, on_record=log.append,
                           progress=progress)
         checks = {}

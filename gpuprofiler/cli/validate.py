@@ -20,6 +20,9 @@ def add_parser(sub) -> None:
                                                     "fractal, maxplus, pipeline and any plugin's)")
     p.add_argument("--quick", action="store_true", help="shorter sampling (and a quick calibration if one is needed)")
     p.add_argument("--fresh", action="store_true", help="measure everything again instead of reusing OUTDIR's runs")
+    p.add_argument("--spec-sizes", action="store_true",
+                   help="measure each item's own small sizes (its `small` list) instead of the hardware-aware sizes "
+                        "`extrapolate` recommends for its targets from the profile")
     p.add_argument("--replay", metavar="LOG", help="no device: predict the stored measurements of LOG (a "
                                                    "measurements.jsonl) with every model; --profile defaults to the "
                                                    "stored profile of the device that measured them")
@@ -52,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             progress(f"note: {mismatch}")
         try:
             results = suite.run(backend, args.suite, outdir, profile, models, args.quick, args.fresh, progress,
-                                args.items)
+                                args.items, spec_sizes=args.spec_sizes)
         except KeyboardInterrupt:
             progress(f"interrupted: finished measurements are kept in {outdir / 'measurements.jsonl'}; rerun to resume")
             return 130
@@ -117,7 +120,14 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
     """predictions.csv, summary.csv and report.md of a run or a replay, and the summary on stdout."""
     from gpuprofiler.measure.storage import command_line
     from gpuprofiler.models import registry
-    from gpuprofiler.report.validation import PREDICTION_COLUMNS, SUMMARY_COLUMNS, write_csv, write_report
+    from gpuprofiler.report.validation import (
+        BASELINE_COLUMNS,
+        BASELINE_SUMMARY_COLUMNS,
+        PREDICTION_COLUMNS,
+        SUMMARY_COLUMNS,
+        write_csv,
+        write_report,
+    )
     from gpuprofiler.validate import suite
 
     rows = [r for res in results for r in res.rows]
@@ -126,10 +136,15 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
     summary = suite.summarize(rows)
     write_csv(outdir / "predictions.csv", rows, PREDICTION_COLUMNS)
     write_csv(outdir / "summary.csv", summary, SUMMARY_COLUMNS)
+    baselines = [b for res in results for b in res.baselines]
+    baseline_summary = suite.summarize_baselines(baselines)
+    if baselines:
+        write_csv(outdir / "baselines.csv", baselines, BASELINE_COLUMNS)
+        write_csv(outdir / "baselines_summary.csv", baseline_summary, BASELINE_SUMMARY_COLUMNS)
     notes = suite.model_notes(results, models) + notes
     meta = {"device_name": device_name, "device_id": device_id, "suite": args.suite, "quick": args.quick,
             "profile": profile_name, "command": command_line(), "notes": notes,
-            "models": {name: registry.describe(name) for name in models}}
+            "models": {name: registry.describe(name) for name in models}, "baselines": baseline_summary}
     if fitted:
         from gpuprofiler.models.correction import save
 
@@ -143,6 +158,9 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
                 if s["loko_corrected_mape"] == s["loko_corrected_mape"] else "")
         print(f"{s['model']:<9} {s['cases']:>3} cases  MAPE {100 * s['mape']:6.1f}%  median |error| "
               f"{100 * s['median_abs_error']:5.1f}%  max {100 * s['max_abs_error']:7.1f}%{loko}")
+    for b in baseline_summary:
+        print(f"  law {b['law']:<8} {b['cases']:>3} cases  MAPE {100 * b['mape']:6.1f}%  median |error| "
+              f"{100 * b['median_abs_error']:5.1f}%  max {100 * b['max_abs_error']:7.1f}%  (same sweeps and targets)")
     progress(f"report: {report}")
     return 0
 

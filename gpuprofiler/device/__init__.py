@@ -35,8 +35,10 @@ def list_devices() -> list[DeviceInfo]:
 
 
 def default_device_id(devices: list[DeviceInfo] | None = None) -> str:
-    """First CUDA GPU, else first OpenCL GPU, else the PoCL CPU, else any OpenCL device."""
+    """First CUDA GPU, else first OpenCL GPU, else the PoCL CPU, else any OpenCL device; a device known not to
+    compile kernels (``extra["problem"]``) only when there is no other."""
     devices = list_devices() if devices is None else devices
+    devices = [d for d in devices if not d.extra.get("problem")] + [d for d in devices if d.extra.get("problem")]
     for test in (
         lambda d: d.backend == "cuda",
         lambda d: d.backend == "opencl" and d.type == "gpu",

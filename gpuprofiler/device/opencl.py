@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -31,6 +32,19 @@ def _translate(exc: cl.Error, what: str) -> Exception:
         name = next((k for k, v in vars(cl.status_code).items() if v == code and k.isupper()), str(code))
     cls = UserError if name in _USER_CODES else DeviceError
     return cls(f"{what}: {name or type(exc).__name__}: {exc}")
+
+
+GENERIC_CPU_HINT = ("PoCL's LLVM does not recognise this CPU model (it reports 'generic'), so this PoCL cannot "
+                    "compile kernels here; use another PoCL build (Debian/Ubuntu: apt-get install pocl-opencl-icd, "
+                    "then pick it with --device, see `gpuprofiler devices`)")
+
+
+def compile_problem(driver_version: str) -> str | None:
+    """Why a device cannot compile kernels, known before trying: a PoCL CPU device whose LLVM did not recognise the
+    host CPU names its target 'generic' (its HSTR ends in ``-generic``), which LLVM then refuses as a target CPU."""
+    if re.search(r"HSTR:\s*pthread-x86_64-[\w.-]*-generic\b", driver_version):
+        return GENERIC_CPU_HINT
+    return None
 
 
 def platforms() -> list:
@@ -69,6 +83,7 @@ def describe(platform_index: int, device_index: int, device: "cl.Device") -> Dev
             "global_mem_cache_bytes": int(device.global_mem_cache_size),
             "global_mem_cacheline_bytes": int(device.global_mem_cacheline_size),
             "profiling_timer_resolution_ns": int(device.profiling_timer_resolution),
+            **({"problem": problem} if (problem := compile_problem(device.version)) else {}),
         },
     )
 
@@ -131,7 +146,8 @@ class OpenCLBackend(Backend):
                     log = program.get_build_info(self.device, cl.program_build_info.LOG)
                 except cl.Error:
                     log = ""
-                raise UserError(f"OpenCL compile error:\n{(log or str(exc)).strip()}") from None
+                hint = f"\n{GENERIC_CPU_HINT}" if "unknown target CPU 'generic'" in (log or str(exc)) else ""
+                raise UserError(f"OpenCL compile error:\n{(log or str(exc)).strip()}{hint}") from None
             self._programs[key] = program
         try:
             kernel = cl.Kernel(program, kernel_name)

@@ -16,6 +16,10 @@ from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 
 PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s", "measured_spread", "rel_error",
                       "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail")
+BASELINE_COLUMNS = ("kernel", "size", "model", "law", "predicted_s", "measured_s", "rel_error", "interval_low_s",
+                    "interval_high_s")
+BASELINE_SUMMARY_COLUMNS = ("law", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
+                            "median_interval_width")
 SUMMARY_COLUMNS = ("model", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
                    "cases_with_interval", "median_interval_width", "loko_corrected_mape", "loko_corrected_median_abs_error",
                    "loko_corrected_max_abs_error")
@@ -87,6 +91,24 @@ def largest_sizes(rows: list[dict]) -> list[str]:
     return lines
 
 
+def baseline_lines(summary: list[dict]) -> list[str]:
+    """The extrapolator's chosen law against the laws it was compared with, on the same sweeps and targets."""
+    if not summary:
+        return []
+    lines = ["", "## The extrapolation against its baselines", "",
+             "On the same small-size sweeps and the same measured targets (baselines.csv): `chosen` is the law the "
+             "fractal predictor picks by leave-one-out, `fractal` the pure power law of Escobar & Boppana, "
+             "`Extra-P` Extra-P's default model (where installed) fitted to the same per-size figures.", "",
+             "| law | cases | MAPE | median abs error | max abs error | inside interval | interval width |",
+             "|---|---|---|---|---|---|---|"]
+    for b in summary:
+        inside = "-" if math.isnan(b["inside_interval"]) else f"{100 * b['inside_interval']:.0f}%"
+        width = "-" if math.isnan(b["median_interval_width"]) else f"{b['median_interval_width']:.3g}x"
+        lines.append(f"| {b['law']} | {b['cases']} | {100 * b['mape']:.1f}% | {100 * b['median_abs_error']:.1f}% | "
+                     f"{100 * b['max_abs_error']:.1f}% | {inside} | {width} |")
+    return lines
+
+
 def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: list[dict], meta: dict) -> Path:
     """report.md with the tables and the plots embedded, and every plot it names."""
     plots = outdir / "plots"
@@ -130,6 +152,7 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
                                           "loko_corrected_max_abs_error")]
         lines.append(f"| {s['model']} | {s['cases']} | {100 * s['mape']:.1f}% | {100 * s['median_abs_error']:.1f}% | "
                      f"{100 * s['max_abs_error']:.1f}% | {inside} | {' | '.join(corr)} |")
+    lines += baseline_lines(meta.get("baselines") or [])
     lines += largest_sizes(rows)
     lines += ["", "## Predictions", "",
               "rel_error = (predicted - measured) / measured; measured is the run's modelling figure (the 10th percentile "

@@ -108,9 +108,9 @@ def replay(log: str | Path, profile: Any, models: list[str], suite: str = "built
             continue
         per_size = latest_per_size(mine)
         sizes = sorted(per_size)
-        small = [s for s in sizes if s in set(item.small)]
         targets = [s for s in sizes if s in set(item.target)]
-        if len(small) < 2 or not targets:  # no stored default sweep: the largest size is the target
+        small = [s for s in sizes if targets and s < min(targets)]  # the stored sweep, whichever sizes it took
+        if len(small) < 2 or not targets:  # no stored sweep: the largest size is the target
             small, targets = sizes[:-1], sizes[-1:]
         res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel")
         res.measurements = len(sizes)

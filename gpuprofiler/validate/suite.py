@@ -26,6 +26,7 @@ from gpuprofiler.measure.stats import model_value, spread
 from gpuprofiler.measure.storage import MeasurementLog, read_records
 from gpuprofiler.models import correction, registry
 from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
+from gpuprofiler.models.fractal.regimes import recommended_small
 from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs
 from gpuprofiler.workloads.sweep import Sweep, from_records, load_target, run_sweep
 
@@ -149,6 +150,7 @@ class ItemResult:
     notes: list[str] = field(default_factory=list)
     measurements: int = 0
     reused: int = 0
+    baselines: list[dict] = field(default_factory=list)
 
 
 def _measure(store: Store, backend, item, digest: str, sizes: list[int], policy: TimingPolicy, prog: Progress,
@@ -178,8 +180,12 @@ def check_models(models: list[str] | None) -> list[str]:
 
 def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | None = None, quick: bool = False,
         fresh: bool = False, say: Callable[[str], None] = lambda m: None,
-        items: list[str] | None = None) -> list[ItemResult]:
-    """Measure and predict every item of the suite; returns per-item results (rows for predictions.csv)."""
+        items: list[str] | None = None, spec_sizes: bool = False) -> list[ItemResult]:
+    """Measure and predict every item of the suite; returns per-item results (rows for predictions.csv).
+
+    The small sizes of each item are those ``extrapolate`` recommends for its targets (hardware-aware, from the
+    profile: :func:`~gpuprofiler.models.fractal.regimes.recommended_small`), or with ``spec_sizes`` the item's
+    own ``small`` list."""
     models = check_models(models)
     outdir.mkdir(parents=True, exist_ok=True)
     policy = VALIDATE_QUICK if quick else VALIDATE
@@ -190,20 +196,24 @@ def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | Non
     plan = []
     for path in suite_paths(suite, items):
         item = load_target(path)
-        if not item.small or not item.target:
-            raise UserError(f"{path}: validate needs the item's default small and target sizes")
-        plan.append((path, item, item_digest(path, item)))
-    todo = [(d, s) for _, item, d in plan for s in list(item.small) + list(item.target) if store.get(d, s) is None]
+        if not item.target:
+            raise UserError(f"{path}: validate needs the item's default target sizes")
+        small, notes, _ = (list(item.small), [], "spec") if spec_sizes else recommended_small(item, item.target,
+                                                                                              profile)
+        if len(small) < 2 or max(small) >= min(item.target):
+            raise UserError(f"{path}: validate needs at least two small sizes below the targets (got {small})")
+        plan.append((path, item, item_digest(path, item), small, notes))
+    todo = [(d, s) for _, item, d, small, _ in plan for s in small + list(item.target) if store.get(d, s) is None]
     prog = Progress(todo, say, guess_s=policy.budget_s * 3 + 1)
     say(f"{len(plan)} item(s), {len(todo)} measurement(s) to run on {backend.info.id}")
     results = []
-    for path, item, digest in plan:
+    for path, item, digest, small, notes in plan:
         name = getattr(item, "name", path.stem)
-        got = _measure(store, backend, item, digest, list(item.small) + list(item.target), policy, prog, name)
-        sweep_recs = [r for s in item.small for r in got[s]]
+        got = _measure(store, backend, item, digest, small + list(item.target), policy, prog, name)
+        sweep_recs = [r for s in small for r in got[s]]
         checks = {t: from_records(got[t]) for t in item.target}
-        res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel")
-        sizes = list(item.small) + list(item.target)
+        res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel", notes=list(notes))
+        sizes = small + list(item.target)
         res.measurements = len(sizes)
         res.reused = sum(1 for s in sizes if (digest, s) in reused_before)
         predict_item(res, item, from_records(sweep_recs), checks, profile, models)
@@ -243,6 +253,7 @@ def predict_item(res: ItemResult, item, sweep: Sweep | None, checks: dict[int, S
             continue
         res.fitted[name] = predictor
         res.rows += rows
+        res.baselines += [b for p in predictions for b in baseline_rows(res.name, name, p, measured[int(p.size)])]
         res.notes += [w for p in predictions for w in p.details.get("warnings", []) if isinstance(w, str)]
     res.notes = list(dict.fromkeys(res.notes))
 
@@ -271,6 +282,55 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
                         "measured_spread": spread(measured.phases[phase][0]),
                         "features": got.get("features"),
                         "kernel_code": got.get("kernel_code")})
+    return out
+
+
+BASELINES = {"fractal_s": ("fractal", "fractal_interval_s"), "extrap": ("Extra-P", None)}
+
+
+def baseline_rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
+    """The laws a predictor fitted on the same sweep as its chosen one, against the same measured target: the
+    chosen prediction, the paper's pure power law (``fractal_s``) and Extra-P's default model (``extrap``, where
+    installed); none for a predictor that reports no baselines."""
+    d = p.details
+    if "fractal_s" not in d:
+        return []
+    seen = measured.total_summary().model
+    out = [{"kernel": item, "size": int(p.size), "model": model, "law": "chosen", "predicted_s": p.seconds,
+            "interval_low_s": p.low, "interval_high_s": p.high}]
+    extrap = (d.get("baselines_s") or {}).get("extrap")
+    for key, value in (("fractal_s", d["fractal_s"]), ("extrap", extrap)):
+        law, iv = BASELINES[key]
+        if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
+            lo, hi = d.get(iv, (math.nan, math.nan)) if iv else (math.nan, math.nan)
+            out.append({"kernel": item, "size": int(p.size), "model": model, "law": law, "predicted_s": float(value),
+                        "interval_low_s": float(lo), "interval_high_s": float(hi)})
+    for row in out:
+        row["measured_s"] = seen
+        row["rel_error"] = (row["predicted_s"] - seen) / seen
+    return out
+
+
+def summarize_baselines(rows: list[dict]) -> list[dict]:
+    """One row per law of the baseline rows: cases, median, mean and max |error|, inside interval and its width;
+    each law over the cases where every law predicted, so that they are compared on the same targets."""
+    keys = {(r["kernel"], r["size"]) for r in rows}
+    laws = list(dict.fromkeys(r["law"] for r in rows))
+    common = [k for k in keys if all(any((r["kernel"], r["size"]) == k and r["law"] == law for r in rows)
+                                     for law in laws)]
+    out = []
+    for law in laws:
+        mine = [r for r in rows if r["law"] == law and (r["kernel"], r["size"]) in common]
+        if not mine:
+            continue
+        errs = np.abs([r["rel_error"] for r in mine])
+        with_iv = [r for r in mine if math.isfinite(r["interval_low_s"]) and r["interval_low_s"] > 0]
+        out.append({"law": law, "cases": len(mine), "mape": float(errs.mean()),
+                    "median_abs_error": float(np.median(errs)), "max_abs_error": float(errs.max()),
+                    "inside_interval": (float(np.mean([r["interval_low_s"] <= r["measured_s"] <= r["interval_high_s"]
+                                                       for r in with_iv])) if with_iv else math.nan),
+                    "median_interval_width": (float(np.median([r["interval_high_s"] / r["interval_low_s"]
+                                                               for r in with_iv])) if with_iv else math.nan)})
     return out
 
 

@@ -59,6 +59,10 @@ def _sum(a, axis=None):
     return np.sum(a, axis=None if axis is None else int(axis))
 
 
+def _sort(a, axis=-1):
+    return np.sort(a, axis=int(axis))
+
+
 def csr_matvec(rowptr, cols, vals, x):
     """y = A @ x for A in CSR form (rowptr, cols, vals); rows may be empty."""
     rowptr = np.asarray(rowptr, dtype=np.int64)
@@ -86,6 +90,7 @@ ARRAY_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "transpose": np.transpose,
     "matmul": np.matmul,
     "where": np.where,
+    "sort": _sort,
     "csr_matvec": csr_matvec,
 }
 

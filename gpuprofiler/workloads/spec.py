@@ -28,7 +28,7 @@ BACKEND_KINDS = ("opencl", "cuda")
 _SUFFIX_KIND = {".cl": "opencl", ".cu": "cuda"}
 
 _TOP_KEYS = {"name", "description", "kernel", "size", "small", "target", "source", "params", "defines",
-             "args", "launch", "work", "check"}
+             "args", "launch", "work", "check", "size_multiple"}
 _ARG_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "start", "step", "output"}
 
 
@@ -80,6 +80,7 @@ class KernelSpec:
     flops: Any = None
     bytes: Any = None
     checks: list[CheckSpec] = field(default_factory=list)
+    size_multiple: int = 1  # the size must be a multiple of this (a tiled kernel without bounds checks)
 
     def source_for(self, kind: str) -> Path:
         if kind not in self.sources:
@@ -89,6 +90,8 @@ class KernelSpec:
 
     def instantiate(self, size: int, overrides: dict[str, Any] | None = None) -> "SpecInstance":
         """Evaluate every expression at ``size`` and return the concrete launch."""
+        if int(size) % self.size_multiple:
+            raise UserError(f"{self.path}: {self.size}={size} is not a multiple of size_multiple = {self.size_multiple}")
         names: dict[str, Any] = {self.size: int(size)}
         for key, value in (overrides or {}).items():
             names[key] = value
@@ -382,12 +385,19 @@ def load_spec(path: str | Path) -> KernelSpec:
             parse(text, f"{w}.{key}")
         checks.append(CheckSpec(got, expect, float(rtol), None if atol is None else float(atol), w))
 
+    multiple = raw.get("size_multiple", 1)
+    if isinstance(multiple, bool) or not isinstance(multiple, int) or not 1 <= multiple <= 2**20:
+        raise UserError(f"{where}.size_multiple: expected a whole number from 1 to 2^20, got {multiple!r}")
     spec = KernelSpec(path=path, name=str(name), kernel=kernel, size=size, sources=sources, args=args,
                       global_size=glob, local_size=local, description=str(raw.get("description", "")),
                       small=_sizes(raw.get("small", []), f"{where}.small"),
                       target=_sizes(raw.get("target", []), f"{where}.target"),
                       params=dict(params), defines=dict(defines), flops=work.get("flops"), bytes=work.get("bytes"),
-                      checks=checks)
+                      checks=checks, size_multiple=multiple)
+    for key in ("small", "target"):
+        off = [n for n in getattr(spec, key) if n % multiple]
+        if off:
+            raise UserError(f"{where}.{key}: {off} not multiples of size_multiple = {multiple}")
     # Evaluate once at a small size so that bad expressions are reported now, not mid-sweep.
     probe = (spec.small or spec.target or [16])[0]
     spec.instantiate(probe)

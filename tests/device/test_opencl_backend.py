@@ -4,12 +4,32 @@ import numpy as np
 import pytest
 
 from gpuprofiler.device import default_device_id, list_devices, open_backend
+from gpuprofiler.device.base import DeviceInfo
+from gpuprofiler.device.opencl import compile_problem
 from gpuprofiler.errors import UserError
+
+
+def _cpu(id_, version):
+    return DeviceInfo(id=id_, backend="opencl", name="pthread-AMD EPYC", vendor="AMD", type="cpu", compute_units=2,
+                      clock_mhz=None, global_mem_bytes=1, local_mem_bytes=1, max_work_group_size=1, driver="",
+                      platform="Portable Computing Language",
+                      extra={"problem": p} if (p := compile_problem(version)) else {})
+
+
+def test_a_pocl_that_cannot_target_this_cpu_is_named_and_not_the_default():
+    broken = "OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-generic"
+    assert "apt-get install pocl-opencl-icd" in compile_problem(broken)
+    for good in ("OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-skylake-avx512",
+                 "OpenCL 3.0 PoCL HSTR: pthread-x86_64-unknown-linux-gnu-znver3", "OpenCL 3.0 CUDA 12.4"):
+        assert compile_problem(good) is None
+    devices = [_cpu("opencl:0:0", broken), _cpu("opencl:1:0", "OpenCL 3.0 PoCL HSTR: pthread-x86_64-pc-linux-gnu-znver3")]
+    assert default_device_id(devices) == "opencl:1:0"
+    assert default_device_id(devices[:1]) == "opencl:0:0"  # the only one: chosen, and its compile error explains
 
 
 def test_pocl_is_listed_and_described():
     devices = list_devices()
-    pocl = [d for d in devices if "portable" in d.platform.lower()]
+    pocl = sorted((d for d in devices if "portable" in d.platform.lower()), key=lambda d: bool(d.extra.get("problem")))
     assert pocl, devices
     d = pocl[0]
     assert d.type == "cpu" and d.compute_units >= 1 and d.global_mem_bytes > 0 and d.max_work_group_size >= 1

@@ -79,7 +79,12 @@ def test_fit_predict_or_refuse_on_every_builtin_and_profile(name, items, profile
                 refused.append(case)
                 continue
             assert fitted is p, case
-            predictions = p.predict(sizes)
+            try:
+                predictions = p.predict(sizes)
+            except NotApplicable as exc:  # a size past what the model handles (a graph too large to unroll)
+                assert str(exc).startswith(f"{name}: ") and "=" in str(exc), case
+                refused.append(case)
+                continue
             assert [q.size for q in predictions] == sizes, case
             for q in predictions:
                 assert isinstance(q, Prediction) and q.model == name, case

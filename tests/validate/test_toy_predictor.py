@@ -74,9 +74,10 @@ def test_validate_runs_a_predictor_registered_in_a_test_file(toy, tmp_path, pocl
     with open(out / "predictions.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     toy_rows = [r for r in rows if r["model"] == "toy_roofline"]
-    assert [(r["kernel"], r["size"]) for r in toy_rows] == [("matmul_tiled", "1024")]
+    spec = load_spec(resolve("matmul_tiled"))
+    assert [(r["kernel"], int(r["size"])) for r in toy_rows] == [("matmul_tiled", t) for t in spec.target]
     (row,) = toy_rows
-    expect = Roofline().fit(load_spec(resolve("matmul_tiled")), load_profile(POCL_PROFILE)).predict([1024])[0]
+    expect = Roofline().fit(spec, load_profile(POCL_PROFILE)).predict(spec.target)[0]
     assert float(row["predicted_s"]) == pytest.approx(expect.seconds, rel=1e-9)
     assert float(row["interval_low_s"]) <= float(row["predicted_s"]) <= float(row["interval_high_s"])
     assert row["detail"] == "max(bytes / bandwidth, flops / FMA rate)"

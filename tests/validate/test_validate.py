@@ -12,7 +12,10 @@ import time
 import pytest
 from conftest import KERNELS, POCL_PROFILE, REPO, pocl_id, run_cli
 
+from gpuprofiler.models.fractal.regimes import recommended_small
+from gpuprofiler.profile.file import load_profile
 from gpuprofiler.validate.suite import summarize
+from gpuprofiler.workloads.spec import load_spec
 
 PROFILE = POCL_PROFILE
 
@@ -75,8 +78,9 @@ def make_suite(folder, names=("myvadd",), target=2097152):
     return folder
 
 
-def args(suite, out):
-    return ["validate", "--suite", suite, "--device", pocl_id(), "--profile", PROFILE, "--quick", "-o", out]
+def args(suite, out, spec_sizes=True):
+    return ["validate", "--suite", suite, "--device", pocl_id(), "--profile", PROFILE, "--quick",
+            *(["--spec-sizes"] if spec_sizes else []), "-o", out]
 
 
 def read_csv(path):
@@ -87,11 +91,20 @@ def read_csv(path):
 @pytest.mark.slow
 def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
     suite = make_suite(tmp_path / "suite")
-    r = run_cli(*args(suite, tmp_path / "out"))
+    r = run_cli(*args(suite, tmp_path / "out", spec_sizes=False))
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
+    # by default the small sizes are those extrapolate recommends from the profile, not the spec's list
+    spec = load_spec(suite / "myvadd.toml")
+    small, _, how = recommended_small(spec, spec.target, load_profile(PROFILE))
+    measured = sorted({json.loads(x)["size"] for x in (out / "measurements.jsonl").read_text().splitlines()})
+    assert how == "hardware" and measured == sorted(small + spec.target) and small != spec.small
+    baselines = read_csv(out / "baselines.csv")
+    assert [b["law"] for b in baselines][:2] == ["chosen", "fractal"] and "extrapolation against its baselines" in \
+        (out / "report.md").read_text()
     rows = read_csv(out / "predictions.csv")
-    assert list(rows[0]) == ["kernel", "size", "model", "predicted_s", "measured_s", "measured_spread", "rel_error",
+    assert list(rows[0]) == ["kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s",
+                             "measured_spread", "rel_error",
                              "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail"]
     assert all(float(row["measured_spread"]) >= 1.0 for row in rows)
     assert {r["model"] for r in rows} == {"fractal", "maxplus"}  # no pipeline on OpenCL
@@ -106,7 +119,7 @@ def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
     text = (out / "report.md").read_text()
     assert "plots/predicted_vs_measured.png" in text and (out / "plots" / "errors.png").stat().st_size > 0
     assert "pipeline: not run, it models NVIDIA GPUs" in text and "every measurement taken by this run" in text
-    assert "[1/6]" in r.stderr and "left" in r.stderr
+    assert f"[1/{len(measured)}]" in r.stderr and "left" in r.stderr
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ from gpuprofiler.workloads.spec import load_spec
 
 EXPECTED = {"vadd", "saxpy", "copy", "scale", "triad", "reduction", "matmul_naive", "matmul_tiled",
             "transpose_naive", "transpose_tiled", "stencil5", "spmv_csr", "gemm", "syrk", "syr2k", "gesummv",
-            "conv2d", "conv3d", "hotspot", "nbody"}
+            "conv2d", "conv3d", "hotspot", "nbody", "mvt", "covariance", "kmeans", "bitonic"}
 
 
 def test_every_builtin_spec_loads_with_both_sources():

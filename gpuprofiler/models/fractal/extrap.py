@@ -12,13 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
+from gpuprofiler.measure.stats import model_value
 from gpuprofiler.workloads.safe_eval import evaluate
 from gpuprofiler.workloads.sweep import Sweep
 
 
-def text_format(sweeps: list[Sweep], parameter: str = "n", include_total: bool = True) -> str:
+def text_format(sweeps: list[Sweep], parameter: str = "n", include_total: bool = True, figures: bool = False) -> str:
     """Extra-P text format: one REGION per phase (and the whole run), METRIC time, one DATA line per size
-    holding every repeat. Sweeps must share their sizes."""
+    holding every repeat (with ``figures``, only the modelling figure of the repeats, so that Extra-P fits the
+    same numbers as the other laws). Sweeps must share their sizes."""
     sizes = sweeps[0].sizes
     lines = [f"PARAMETER {parameter}", "POINTS " + " ".join(f"( {s} )" for s in sizes)]
     for sw in sweeps:
@@ -30,7 +32,8 @@ def text_format(sweeps: list[Sweep], parameter: str = "n", include_total: bool =
         for name, per_size in regions.items():
             region = re.sub(r"\s+", "_", f"{sw.name}/{name}" if len(sweeps) > 1 else name)
             lines += [f"REGION {region}", "METRIC time"]
-            lines += ["DATA " + " ".join(f"{v:.9g}" for v in np.asarray(d, float)) for d in per_size]
+            lines += ["DATA " + " ".join(f"{v:.9g}" for v in ([model_value(d)] if figures else np.asarray(d, float)))
+                      for d in per_size]
     return "\n".join(lines) + "\n"
 
 
@@ -45,14 +48,15 @@ def extrap_command() -> list[str] | None:
 _MODEL = re.compile(r"Model:\s*(.+)")
 
 
-def extrap_models(sweep: Sweep, timeout: float = 300) -> dict[str, str] | None:
-    """Extra-P's default model per region (``extrap --text``), as expression strings; None without Extra-P."""
+def extrap_models(sweep: Sweep, timeout: float = 300, figures: bool = True) -> dict[str, str] | None:
+    """Extra-P's default model per region (``extrap --text``), as expression strings; None without Extra-P. With
+    ``figures`` it is given each size's modelling figure, the numbers the other laws fit."""
     cmd = extrap_command()
     if cmd is None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sweep.txt"
-        path.write_text(text_format([sweep]))
+        path.write_text(text_format([sweep], figures=figures))
         done = subprocess.run(cmd + ["--text", str(path)], capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(f"Extra-P failed: {done.stderr.strip()[-500:]}")

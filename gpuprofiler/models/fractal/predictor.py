@@ -7,9 +7,9 @@ import subprocess
 from typing import Any, Sequence
 
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
-from gpuprofiler.models.fractal.extrap import evaluate_model, extrap_models
+from gpuprofiler.models.fractal.extrap import evaluate_model, extrap_command, extrap_models
 from gpuprofiler.models.fractal.extrapolate import Extrapolation, extrapolate
-from gpuprofiler.models.fractal.regimes import regime_warnings
+from gpuprofiler.models.fractal.regimes import regime_warnings, roofline, work_function
 from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.apps import App
 from gpuprofiler.workloads.spec import KernelSpec
@@ -30,7 +30,7 @@ class FractalPredictor(Predictor):
     """Fits each major phase of a small-size sweep with the law leave-one-out picks, and extrapolates.
 
     Parameters: ``coverage``, the share of the run the major phases cover; ``extrap``, also run Extra-P's
-    default model as a baseline where it is installed.
+    default model as a baseline (None: where it is installed).
     """
 
     name = "fractal"
@@ -38,7 +38,7 @@ class FractalPredictor(Predictor):
     description = "fractal extrapolation from a small-size sweep (Escobar & Boppana) with overhead, work, cache laws"
     needs_measurements = True
 
-    def __init__(self, coverage: float = 0.7, extrap: bool = False):
+    def __init__(self, coverage: float = 0.7, extrap: bool | None = None):
         self.coverage = coverage
         self.extrap = extrap
 
@@ -57,11 +57,14 @@ class FractalPredictor(Predictor):
         self.profile_ = profile
         self.working_set_, self.work_items_ = size_functions(item, max(measurements.sizes))
         c0 = hw.figure("launch.event_s").value
+        work = (work_function(item, profile, max(measurements.sizes)) if isinstance(item, KernelSpec)
+                else work_count(item))
         self.extrapolation_ = extrapolate(measurements, coverage=self.coverage, c0=c0, working_set=self.working_set_,
-                                          curve=hw.bandwidth_curve or None, work=work_count(item))
+                                          curve=hw.bandwidth_curve or None, work=work,
+                                          cache_cost=roofline(item, profile))
         self.extrap_models_: dict[str, str] | None = None
         self.extrap_error_: str | None = None
-        if self.extrap:
+        if self.extrap or (self.extrap is None and extrap_command() is not None):
             try:
                 self.extrap_models_ = extrap_models(measurements.subset(self.extrapolation_.used))
             except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as exc:

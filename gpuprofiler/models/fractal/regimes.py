@@ -90,9 +90,11 @@ def run_cost(item, profile):
         if (item.bytes is None or not bw_ok) and (item.flops is None or fma is None):
             return None
 
+        multiple = item.size_multiple
+
         def cost(n: float) -> float:
-            try:
-                inst = item.instantiate(max(int(n), 1))
+            try:  # a size the spec does not take costs what the multiple below it does: monotone, a step
+                inst = item.instantiate(max(multiple, multiple * (int(n) // multiple)))
                 t = [float(inst.bytes) / bw.value] if item.bytes is not None and bw_ok else []
                 t += [float(inst.flops) / (2.0 * fma.value)] if item.flops is not None and fma is not None else []
             except (UserError, ValueError, ArithmeticError, TypeError):
@@ -113,6 +115,59 @@ def run_cost(item, profile):
     return app_cost
 
 
+def roofline(item, profile):
+    """``cost(n, bandwidth)``: a kernel spec's time at size n if its declared bytes move at ``bandwidth`` and its
+    flops run at twice the profile's FMA throughput, whichever is longer (the cache-aware law takes the bandwidth
+    the profile measured for the size's working set). None unless the spec declares both and the profile has an
+    FMA throughput."""
+    from gpuprofiler.workloads.spec import KernelSpec
+
+    if not isinstance(item, KernelSpec) or item.bytes is None or item.flops is None:
+        return None
+    fma = next((f for f in (view(profile).instruction(n, "throughput_ops_per_s") for n in FMA_NAMES)
+                if f.ok and f.value > 0), None)
+    if fma is None:
+        return None
+    multiple = item.size_multiple
+
+    def cost(n: float, bandwidth: float) -> float:
+        try:
+            inst = item.instantiate(max(multiple, multiple * (int(n) // multiple)))
+            return max(float(inst.bytes) / bandwidth, float(inst.flops) / (2.0 * fma.value))
+        except (UserError, ValueError, ArithmeticError, TypeError):
+            return 0.0
+    return cost
+
+
+def work_function(item, profile, probe: int):
+    """W(n) of the work law for a kernel spec: its roofline cost (:func:`run_cost`, the declared bytes over the
+    read bandwidth or the flops over the FMA throughput, whichever is larger) where the spec declares both and the
+    profile has both rates, so that a compute-bound kernel follows its flops (n^3 for a matrix product) and a
+    streaming one its bytes; else the declared count that grows faster past ``probe``. None where nothing is
+    declared."""
+    from gpuprofiler.workloads.sweep import work_count
+
+    declared = [k for k in ("bytes", "flops") if getattr(item, k, None) is not None]
+    if not declared:
+        return None
+    hw = view(profile)
+    have_rates = hw.figure("bandwidth.read_Bps").ok and any(
+        hw.instruction(n, "throughput_ops_per_s").ok for n in FMA_NAMES)
+    if len(declared) == 2 and have_rates:
+        return run_cost(item, profile)
+    if len(declared) == 1:
+        return work_count(item)
+
+    def count(key):
+        return lambda n: float(getattr(item.instantiate(max(int(n), 1)), key))
+
+    try:
+        growth = {k: count(k)(2 * probe) / count(k)(probe) for k in declared}
+    except (UserError, ValueError, ArithmeticError, TypeError, ZeroDivisionError):
+        return work_count(item)
+    return count("flops" if growth["flops"] > growth["bytes"] * (1 + 1e-9) else "bytes")
+
+
 def _first(ok, lo: int, hi: int) -> int:
     """The smallest integer in [lo, hi] where the monotone predicate ``ok`` holds (hi if it holds nowhere)."""
     while hi - lo > 1:
@@ -129,7 +184,7 @@ def _size_at(cost, want: float, lo: int, hi: int) -> int:
     return _first(lambda n: cost(n) >= want, lo, hi)
 
 
-def hardware_sizes(target: int, working_set, profile, count: int = 6, ratio: float = 8.0,
+def hardware_sizes(target: int, working_set, profile, count: int = 8, ratio: float = 8.0,
                    margin: float = 1.5, cost=None) -> tuple[list[int], list[str]]:
     """Small sizes below the target, chosen by what a run costs rather than by the size parameter.
 
@@ -160,6 +215,9 @@ def hardware_sizes(target: int, working_set, profile, count: int = 6, ratio: flo
             hi = max(lo + 1, _size_at(cost, (max(lo_cost, cost(lo)) + top) / 2.0, lo, target))
         hi = min(hi, target - 1)
         lo = min(lo, hi)
+        if floor and cost(lo) < floor:
+            notes.append(f"the target costs barely {LAUNCH_FLOOR:.0f} launch overheads: no smaller size reaches that, "
+                         "so the small sizes are launch-bound and cannot show how the kernel's work scales")
     else:
         hi = max(2, int(target / ratio))
         lo = max(1, hi // 16)
@@ -170,14 +228,55 @@ def hardware_sizes(target: int, working_set, profile, count: int = 6, ratio: flo
             n = 1  # the first power of two past margin * LLC (or the target), then the smallest size past it
             while working_set(n) <= margin * llc and n < target:
                 n *= 2
-            lo = _first(lambda m: working_set(m) > margin * llc, max(n // 2, 1), n)
-            if lo * 2 > hi:
-                hi = min(max(hi, lo * 4), max(target - 1, lo + 1))
-                notes.append(f"to keep the small sizes past the last-level cache ({llc / 2**20:.1f} MiB) the largest "
-                             f"small size is {hi}, only {target / hi:.1f}x below the target")
+            past = _first(lambda m: working_set(m) > margin * llc, max(n // 2, 1), n)
+            where = f"the last-level cache ({llc / 2**20:.1f} MiB)"
+            if cost is None:
+                lo = past
+                if lo * 2 > hi:
+                    hi = min(max(hi, lo * 4), max(target - 1, lo + 1))
+                    notes.append(f"to keep the small sizes past {where} the largest small size is {hi}, only "
+                                 f"{target / hi:.1f}x below the target")
+            elif cost(past) * 4 <= cost(target) / 2:
+                # past the cache, with a 4x spread of cost, the largest at most half the target's cost
+                lo = past
+                if cost(hi) < 4 * cost(lo):
+                    hi = max(lo + 1, _size_at(cost, 4 * cost(lo), lo, target - 1))
+                    notes.append(f"to keep the small sizes past {where} the largest costs only "
+                                 f"{cost(target) / cost(hi):.2g}x less than the target, not {ratio:g}x")
+            else:
+                notes.append(f"the target's working set is too close to {where} to measure small sizes past it: "
+                             "they stay below it, and the fit cannot see the change of regime")
     if cost is not None and hi > lo:
         want = np.geomspace(cost(lo), cost(hi), count)
         grid = np.unique([lo, *(_size_at(cost, w, lo, hi) for w in want[1:-1]), hi])
     else:
         grid = np.unique(np.round(np.geomspace(lo, max(hi, lo), count)).astype(int))
     return [int(g) for g in grid], notes
+
+
+def recommended_small(item, targets: list[int], profile) -> tuple[list[int], list[str], str]:
+    """The small sizes to measure for ``targets``: hardware-aware (:func:`hardware_sizes`, placed by a run's cost
+    and the last-level cache) where there is a profile and the item declares a working set; else the item's own
+    ``small`` list. Returns the sizes, the chooser's notes and where the sizes came from (``"hardware"`` or
+    ``"spec"``)."""
+    from gpuprofiler.workloads.sweep import working_set
+
+    top = max(int(t) for t in targets)
+    try:
+        has_ws = working_set(item, top) is not None
+    except Exception:  # noqa: BLE001 - an app's own working_set(n) may fail: then the item's list
+        has_ws = False
+    if profile is None or not has_ws:
+        return list(getattr(item, "small", []) or []), [], "spec"
+    multiple = int(getattr(item, "size_multiple", 1) or 1)
+
+    def ws(n: float) -> float:
+        try:
+            return float(working_set(item, max(multiple, multiple * (int(n) // multiple))))
+        except Exception:  # noqa: BLE001 - a size the item cannot take touches nothing: the sizes pass over it
+            return 0.0
+
+    sizes, notes = hardware_sizes(top, ws, profile, cost=run_cost(item, profile))
+    if multiple > 1:  # the nearest multiple that the item takes, below the targets
+        sizes = sorted({m for m in (max(multiple, multiple * round(s / multiple)) for s in sizes) if m < top})
+    return sizes, notes, "hardware"

@@ -44,7 +44,7 @@ from gpuprofiler.models.maxplus.index import Affine
 from gpuprofiler.models.maxplus.requests import Sample, annotate, make_sample
 from gpuprofiler.workloads.safe_eval import evaluate_int
 
-MAX_UNROLLED = 1 << 20  # statements executed while unrolling: beyond this the graph is too large
+MAX_UNROLLED = 1 << 17  # statements executed while unrolling: beyond this the graph takes seconds to build
 
 ELEM_BYTES = {"float": 4, "double": 8, "half": 2, "int": 4, "uint": 4, "unsigned": 4, "long": 8, "ulong": 8,
               "short": 2, "ushort": 2, "char": 1, "uchar": 1, "size_t": 8, "bool": 1}

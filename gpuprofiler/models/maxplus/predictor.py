@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
 from gpuprofiler.models.identity import spec_code
-from gpuprofiler.models.maxplus.builder import build, build_spec, parameter_names
+from gpuprofiler.models.maxplus.builder import BuildError, build, build_spec, parameter_names
 from gpuprofiler.models.maxplus.models import DEFAULT_MODEL, MODELS, parameters, predict
 from gpuprofiler.models.programs import bind, predict_program
 from gpuprofiler.profile.hardware import view
@@ -97,7 +97,10 @@ class MaxPlusPredictor(Predictor):
             return [predict_program(self.spec_, int(size), self.kind_, self.name, self._predict_launch)
                     for size in sizes]
         for size in sizes:
-            inst, kernel = self._build(int(size))
+            try:
+                inst, kernel = self._build(int(size))
+            except BuildError as exc:  # the graph of a larger size can exceed what the builder unrolls
+                raise NotApplicable(f"maxplus: at {self.spec_.size}={size}: {exc}") from None
             params = parameters(self.profile_, kernel, self.n, self.line_bytes)
             pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches)
             pred.details["notes"] = list(kernel.notes)

@@ -2,7 +2,7 @@
 
 import pytest
 from conftest import POCL_PROFILE
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpuprofiler.models.fractal.regimes import LAUNCH_FLOOR, hardware_sizes, launch_overhead, run_cost
@@ -81,16 +81,19 @@ def test_no_small_size_runs_under_fifty_launch_overheads():
 
 @settings(max_examples=80, deadline=None)
 @given(st.sampled_from([1, 2, 3]), st.floats(1e-12, 1e-6), st.floats(1e-7, 1e-3), st.integers(64, 10 ** 7))
+@example(1, 1e-12, 1e-7, 5_000_000)  # the target costs exactly the floor: no smaller size can reach it
 def test_the_floor_holds_for_any_work_law(power, scale, launch_s, target):
     prof = Profile({"launch": {"event_s": entry(launch_s, "s", "test")}})
 
     def cost(n):
         return scale * n ** power
 
-    sizes, _ = hardware_sizes(target, None, prof, cost=cost)
+    sizes, notes = hardware_sizes(target, None, prof, cost=cost)
     assert sizes and all(1 <= s < target for s in sizes) and sizes == sorted(set(sizes))
-    if cost(target) >= LAUNCH_FLOOR * launch_s:
+    if cost(target - 1) >= LAUNCH_FLOOR * launch_s:  # some size below the target reaches the floor
         assert all(cost(s) >= LAUNCH_FLOOR * launch_s for s in sizes)
+    elif cost(target) >= LAUNCH_FLOOR * launch_s:  # none can: said so
+        assert any("barely" in n for n in notes)
     if cost(target) >= 8 * 16 * LAUNCH_FLOOR * launch_s:  # room for the whole spread: an 8th of the target's cost
         assert cost(max(sizes)) <= cost(target) / 8 * 1.0001 and cost(max(sizes) + 1) > cost(target) / 8
 

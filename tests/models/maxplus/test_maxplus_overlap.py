@@ -3,12 +3,14 @@
 builtin kernel's prediction takes."""
 
 import math
+import re
 import time
 from dataclasses import replace
 
 import pytest
 from conftest import H100_PROFILE, POCL_PROFILE
 
+from gpuprofiler.models.base import NotApplicable
 from gpuprofiler.models.costs import cache_bandwidth, dram_bandwidth, launch_costs, scattered
 from gpuprofiler.models.maxplus.builder import build
 from gpuprofiler.models.maxplus.graph import Kernel, KernelGraph
@@ -254,11 +256,21 @@ def test_operations_issue_no_faster_than_the_batch_at_device_throughput():
 
 # ---- every builtin kernel, at its largest size ------------------------------------------------------
 
+# what the builder does not model yet, refused with the reason (and quickly)
+REFUSED = {"bitonic": "unsupported index arithmetic '&'",
+           "covariance": "statements after unrolling: the graph is too large"}
+
+
 @pytest.mark.parametrize("path", builtin_specs(), ids=lambda p: p.stem)
 def test_every_builtin_prediction_is_quick(path):
     spec = load_spec(path)
     size = max(spec.target or spec.small)
     t0 = time.perf_counter()
+    if spec.name in REFUSED:
+        with pytest.raises(NotApplicable, match=re.escape(REFUSED[spec.name])):
+            MaxPlusPredictor(backend="cuda").fit(spec, H100).predict([size])
+        assert time.perf_counter() - t0 < 5.0
+        return
     (pred,) = MaxPlusPredictor(backend="cuda").fit(spec, H100).predict([size])
     elapsed = time.perf_counter() - t0
     assert elapsed < 5.0, f"{spec.name} at {size}: {elapsed:.2f} s (benchmarks/bench_maxplus.py times it)"

@@ -32,7 +32,7 @@ def fixture_text(name):
 
 
 def test_every_builtin_kernel_has_a_fixture_that_parses():
-    assert len(BUILTIN_CU) == 20
+    assert len(BUILTIN_CU) == 24
     for cu in BUILTIN_CU:
         text = fixture_text(cu.stem)
         mod = parse_ptx(text, cu.stem)

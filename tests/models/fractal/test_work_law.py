@@ -1,0 +1,165 @@
+"""The work law follows the kernel's roofline cost, is the chosen law where it exists, never has a negative fixed
+time, and its interval scales with the times; sizes respect a spec's size_multiple."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.models.fractal.extrapolate import SumOfLaws, extrapolate
+from gpuprofiler.models.fractal.laws import WorkLaw, choose, rival_bounds
+from gpuprofiler.models.fractal.regimes import hardware_sizes, recommended_small, roofline, run_cost, work_function
+from gpuprofiler.profile.file import Profile, entry
+from gpuprofiler.workloads.spec import load_spec
+from gpuprofiler.workloads.sweep import Sweep
+
+SIZES = np.array([100, 126, 159, 200, 252, 317, 400, 504], float)
+
+MATMUL = """
+name = "mm"
+kernel = "mm"
+size = "n"
+{extra}
+[source]
+opencl = "mm.cl"
+
+[[args]]
+name = "n"
+dtype = "int32"
+value = "n"
+
+[[args]]
+name = "A"
+dtype = "float32"
+shape = ["n", "n"]
+
+[[args]]
+name = "C"
+dtype = "float32"
+shape = ["n", "n"]
+output = true
+
+[launch]
+global = ["n", "n"]
+local = [16, 16]
+
+[work]
+flops = "2*n*n*n"
+bytes = "8*n*n"
+"""
+
+
+def spec(tmp_path, extra=""):
+    (tmp_path / "mm.cl").write_text("__kernel void mm(int n, __global float *A, __global float *C) {}")
+    (tmp_path / "mm.toml").write_text(MATMUL.format(extra=extra))
+    return load_spec(tmp_path / "mm.toml")
+
+
+def profile(fma=True):
+    data = {"bandwidth": {"read_Bps": entry(40e9, "B/s", "test")},
+            "launch": {"event_s": entry(1e-6, "s", "test")}}
+    if fma:
+        data["instructions"] = {"float_fma": {"throughput_ops_per_s": entry(10e9, "op/s", "test")}}
+    return Profile(data)
+
+
+def test_a_compute_bound_kernel_is_extrapolated_by_its_flops_not_its_bytes(tmp_path):
+    mm = spec(tmp_path)
+    w = work_function(mm, profile(), 256)
+    assert w(512) == pytest.approx(max(8 * 512**2 / 40e9, 2 * 512**3 / 20e9))
+    assert w(1024) / w(512) == pytest.approx(8.0)  # n^3: the flops term
+    # no FMA rate in the profile: the declared count that grows faster, the flops
+    w = work_function(mm, profile(fma=False), 256)
+    assert w(1024) / w(512) == pytest.approx(8.0)
+    cost = roofline(mm, profile())
+    assert cost(512, 1e8) == pytest.approx(8 * 512**2 / 1e8)  # a slow enough memory makes it memory-bound
+    assert cost(512, 40e9) == pytest.approx(2 * 512**3 / 20e9)
+    assert roofline(mm, profile(fma=False)) is None
+
+
+def test_the_work_law_is_chosen_and_laws_that_bend_to_the_points_stay_rivals():
+    work = lambda n: float(n) ** 3  # noqa: E731
+    t = 1e-9 * SIZES**3
+    t[-1] *= 1.25  # the largest small size is slow (a cache conflict at that size)
+    samples = [[v] for v in t]
+    model, scores = choose(SIZES, samples, work=work)
+    assert model.name == "work"
+    assert min(scores.values()) < scores["work"]  # a free law fits that point better ...
+    assert model.rivals_  # ... and is reported as a rival, not chosen
+    lo, hi = rival_bounds(model, 4096)
+    assert lo <= model.predict_value(4096) <= hi and hi / lo > 1.1
+    model, _ = choose(SIZES, samples)  # without a work law the leave-one-out choice decides
+    assert model.name != "work"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(1e-12, 1e-6), st.floats(-0.9, 0.9))
+def test_the_work_law_never_has_a_negative_fixed_time(k, bend):
+    # times that grow faster than the work would give a negative intercept; the law goes through zero instead
+    t = k * SIZES * (SIZES / SIZES[0]) ** (0.3 * bend)
+    law = WorkLaw(lambda n: float(n)).fit(SIZES, [[v] for v in t])
+    assert law.coef_[0] >= 0 and law.coef_[1] > 0
+    assert all(law.predict_value(s) > 0 for s in (1.0, SIZES[0], 8 * SIZES[-1]))
+
+
+def test_the_work_law_interval_is_relative_to_the_time():
+    rng = np.random.default_rng(3)
+    t = 2e-9 * SIZES * (1 + 0.1 * rng.standard_normal(len(SIZES)))  # each size off by ~10% (its own luck)
+    law = WorkLaw(lambda n: float(n)).fit(SIZES, [[v] for v in t])
+    near, far = law.predict(SIZES[-1]), law.predict(64 * SIZES[-1])
+    # 64x further out the interval is at least as wide relative to the prediction: the scatter scales with time
+    assert far.high / far.low >= near.high / near.low > 1.2
+    assert far.low <= 2e-9 * 64 * SIZES[-1] <= far.high
+
+
+def test_minor_phases_are_fitted_one_by_one_with_their_counted_work():
+    sizes = [int(s) for s in SIZES * 1000]
+    major = [np.array([1e-9 * n] * 3) for n in sizes]
+    copy = [np.array([5e-11 * n * (3.0 if n == sizes[-1] else 1.0)] * 3) for n in sizes]  # a jump at the last
+    other = [np.array([1e-11 * n] * 3) for n in sizes]
+    phases = {"k": major, "memcpy": copy, "other": other}
+    totals = [sum(p[i] for p in phases.values()) for i in range(len(sizes))]
+    sw = Sweep("app", "app", sizes, phases, totals, work={"k": list(map(float, sizes)),
+                                                           "memcpy": [4.0 * n for n in sizes],
+                                                           "other": [2.0 * n for n in sizes]})
+    ex = extrapolate(sw, coverage=0.7)
+    assert ex.phases == ["k"] and isinstance(ex.rest_fit, SumOfLaws)
+    assert {m.name for m in ex.rest_fit.parts.values()} == {"work"}
+    target = 8 * sizes[-1]
+    rest = ex.rest_fit.predict(target)
+    assert rest.seconds == pytest.approx(sum(m.predict_value(target) for m in ex.rest_fit.parts.values()))
+    assert rest.low <= rest.seconds <= rest.high
+    # a straight work law for the copy, bent only as far as its last point pulls it: not a power law through it
+    assert ex.rest_fit.parts["memcpy"].predict_value(target) < 3.0 * 5e-11 * target * 1.5
+
+
+def test_size_multiple_is_checked_and_the_recommended_sizes_respect_it(tmp_path):
+    with pytest.raises(UserError, match="size_multiple"):
+        spec(tmp_path, 'size_multiple = 16\nsmall = [100, 128]')
+    mm = spec(tmp_path, 'size_multiple = 16\nsmall = [96, 128]\ntarget = [1024]')
+    with pytest.raises(UserError, match="not a multiple"):
+        mm.instantiate(100)
+    cost = run_cost(mm, profile())
+    assert cost(100) == cost(96)  # a size it does not take costs what the multiple below does
+    sizes, _, how = recommended_small(mm, mm.target, profile())
+    assert how == "hardware" and sizes and all(s % 16 == 0 and 0 < s < 1024 for s in sizes)
+    assert sizes == sorted(set(sizes))
+    raw, _ = hardware_sizes(1024, None, profile(), cost=cost)
+    assert len(raw) == 8  # eight sizes by default
+
+
+def test_without_a_profile_the_spec_sizes_are_recommended(tmp_path):
+    mm = spec(tmp_path, 'small = [96, 128]\ntarget = [1024]')
+    assert recommended_small(mm, mm.target, None) == ([96, 128], [], "spec")
+
+
+def test_tiny_launches_are_never_recommended_when_the_target_is_long(tmp_path):
+    mm = spec(tmp_path, 'target = [2048]')
+    prof = profile()
+    sizes, _, _ = recommended_small(mm, mm.target, prof)
+    cost = run_cost(mm, prof)
+    assert cost(2048) > 50e-6 and all(cost(s) >= 50e-6 for s in sizes)
+    assert math.isclose(cost(max(sizes)), cost(2048) / 8, rel_tol=0.05)
