@@ -89,8 +89,9 @@ def test_round_trip_loop_is_not_the_engine(pocl):
 
     kernel = build(pocl, launch.EMPTY, "empty")
     arg = [np.int32(0)]
-    loop = np.median(launch.round_trip_samples(pocl, kernel, arg, launches=50, rounds=5))
-    engine = np.median(time_launch(pocl, kernel, (1,), (1,), arg, fixed(100, warmup=5)).host_s)
+    # the fastest of each (a shared machine slows whole rounds: medians of the two crossed in one run of four)
+    loop = np.min(launch.round_trip_samples(pocl, kernel, arg, launches=50, rounds=5))
+    engine = np.min(time_launch(pocl, kernel, (1,), (1,), arg, fixed(100, warmup=5)).host_s)
     assert 0 < loop < engine
 
 
@@ -140,3 +141,27 @@ def test_calibrate_only_and_bad_section(tmp_path):
     assert "launch" in data and "transfer" in data and "bandwidth" not in data
     bad = run_cli("calibrate", "--only", "launch,nonsense", cwd=tmp_path)
     assert bad.returncode == 2 and "nonsense" in bad.stderr
+
+
+@pytest.mark.pocl
+def test_bandwidth_and_instruction_kernels_compile_as_one_program_each():
+    """A fresh machine compiles every kernel once: the twenty bandwidth kernels and the instruction kernels are
+    one program each (a PoCL compile costs ~0.1-0.2 s there)."""
+    from conftest import pocl_id
+
+    from gpuprofiler.device import open_backend
+    from gpuprofiler.microbench import bandwidth, instructions_cl
+
+    with open_backend(pocl_id()) as pocl:
+        _compile_each_once(pocl, bandwidth, instructions_cl)
+
+
+def _compile_each_once(pocl, bandwidth, instructions_cl):
+    before = len(pocl._programs)
+    kernels = [bandwidth._kernel(pocl, kind, width) for kind in bandwidth.KINDS
+               for width in bandwidth.VECTOR_WIDTHS["opencl"]]
+    assert len({k.name for k in kernels}) == 20 and len(pocl._programs) == before + 1
+    ops = [n for n, op in instructions_cl.OPS.items() if op.ctype != "double" or pocl.info.extra.get("double")]
+    got = [instructions_cl.compile_op(pocl, n, "lat", 32, k) for n in ops for k in (32, 64)]
+    got += [instructions_cl.compile_op(pocl, n, "thr", 32) for n in ops]
+    assert len({k.name for k in got}) == 3 * len(ops) and len(pocl._programs) == before + 2
