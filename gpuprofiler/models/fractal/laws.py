@@ -441,8 +441,10 @@ class WorkLaw(ScalingModel):
         resid = fitted - t
         self.s2_abs_ = float(np.sum(resid**2) / max(len(n) - 2, 1))
         # times scatter in proportion to themselves (a size's own cache and alignment luck, a disturbed run): a
-        # target 8x past the sizes scatters 8x more in seconds, so its spread is the relative one
-        self.s2_rel_ = float(np.sum((resid / t) ** 2) / max(len(n) - 2, 1))
+        # target 8x past the sizes scatters 8x more in seconds, so its spread is the relative one, each size
+        # weighed by its time as the fit weighs it (the largest sizes, nearest the target, count most)
+        w = t / t.sum()
+        self.s2_rel_ = float(np.sum(w * (resid / t) ** 2) * len(n) / max(len(n) - 2, 1))
         self.xtx_inv_ = np.linalg.pinv(X.T @ X)
 
     def _predict(self, size):
