@@ -9,6 +9,7 @@ from typing import Sequence
 
 from gpuprofiler import __version__
 from gpuprofiler.cli import (
+    cache,
     calibrate,
     devices,
     export,
@@ -22,7 +23,7 @@ from gpuprofiler.cli import (
 from gpuprofiler.errors import DeviceError, GpuProfilerError
 
 # one module per command, in the order `gpuprofiler --help` lists them
-COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, validate)
+COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, validate)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -101,8 +101,10 @@ def plot_extrapolation(ex: Any, records: list[dict], path: str | Path, title: st
         med = [model_value(v) for v in sweep.phases[p]]
         ax.plot(sizes, med, "o", color=c, ms=4, label=f"{p} (measured)")
         model = ex.fits[p].model
-        ax.plot(grid, [model.predict_value(g) for g in grid], "-", color=c, lw=1,
-                label=f"{p}: {model.name}")
+        # a law whose every point is an analysis (the cache-miss law) is drawn through the sizes it was evaluated at
+        pts = np.unique(np.concatenate([used, [r["size"] for r in records]])) if getattr(model, "costly", False) \
+            else grid
+        ax.plot(pts, [model.predict_value(g) for g in pts], "-", color=c, lw=1, label=f"{p}: {model.name}")
     tot = list(sweep.figures())
     if len(ex.phases) > 1 or ex.rest:
         ax.plot(sizes, tot, "s", color="black", ms=4, label="whole run (measured)")
@@ -124,4 +126,32 @@ def plot_extrapolation(ex: Any, records: list[dict], path: str | Path, title: st
     for h, l in zip(handles, labels):
         seen.setdefault(l, h)
     ax.legend(seen.values(), seen.keys(), fontsize=7, loc="upper left")
+    return save_figure(fig, path)
+
+
+def plot_miss_ratio(analysis: Any, path: str | Path, title: str = "") -> Path:
+    """Miss ratio against cache size (LRU, from the sampled reuse distances) for a unit's own stream and for the
+    units' interleaved stream, with the device's cache levels marked."""
+    from gpuprofiler.models.cache.statcache import miss_ratio_curve
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    line = analysis.order.line_bytes
+    top = max([lv.lines for lv in analysis.levels] + [1 << 16]) * 8
+    for label, dist in (("one unit's stream (private levels)", analysis.private_distances),
+                        ("all units interleaved (shared levels)", analysis.shared_distances)):
+        if len(dist):
+            sizes, ratios = miss_ratio_curve(dist, top)
+            ax.plot(sizes * line, ratios, "-", lw=1.5, label=label)
+    for lv in analysis.levels:
+        ax.axvline(lv.size_bytes, color="grey", ls="--", lw=0.8)
+        ax.text(lv.size_bytes, 1.02, f"{lv.name} {lv.miss_ratio:.2f}", rotation=0, fontsize=7, ha="center",
+                transform=ax.get_xaxis_transform())
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.08)
+    ax.set_xlabel("cache size (bytes)")
+    ax.set_ylabel("miss ratio (LRU)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title(title or "miss-ratio curve", fontsize=10)
     return save_figure(fig, path)

@@ -88,6 +88,10 @@ class KernelSpec:
             raise UserError(f"{self.path}: spec {self.name!r} has no {kind} source (it has: {have})")
         return self.sources[kind]
 
+    def valid_size(self, n: float) -> int:
+        """The size the kernel takes nearest below ``n`` (a multiple of ``size_multiple``, at least one)."""
+        return max(self.size_multiple, self.size_multiple * (int(n) // self.size_multiple))
+
     def instantiate(self, size: int, overrides: dict[str, Any] | None = None) -> "SpecInstance":
         """Evaluate every expression at ``size`` and return the concrete launch."""
         if int(size) % self.size_multiple:

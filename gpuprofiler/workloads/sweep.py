@@ -96,7 +96,7 @@ def working_set(item: KernelSpec | App, size: int) -> float | None:
     if isinstance(item, App):
         fn = getattr(item.module, "working_set", None)
         return float(fn(size)) if callable(fn) else None
-    return float(item.instantiate(size).array_bytes)
+    return float(item.instantiate(item.valid_size(size)).array_bytes)
 
 
 def work_items(item: KernelSpec | App, size: int) -> float | None:
@@ -104,7 +104,7 @@ def work_items(item: KernelSpec | App, size: int) -> float | None:
     if isinstance(item, App):
         fn = getattr(item.module, "work_items", None)
         return float(fn(size)) if callable(fn) else None
-    return float(np.prod(item.instantiate(size).global_size))
+    return float(np.prod(item.instantiate(item.valid_size(size)).global_size))
 
 
 def work_count(item: KernelSpec | App):
@@ -117,7 +117,7 @@ def work_count(item: KernelSpec | App):
     key = "bytes" if item.bytes is not None else "flops"
 
     def work(n: float) -> float:
-        value = getattr(item.instantiate(int(n)), key)
+        value = getattr(item.instantiate(item.valid_size(n)), key)
         return float(value)
 
     return work

@@ -178,7 +178,7 @@ def counted_work_law(sizes: list[int], counts: list[float | None] | None, tolera
 
 
 def extrapolate(sweep: Sweep, coverage: float = 0.7, c0: float | None = None, tolerance: float = 0.05,
-                working_set=None, curve=None, work=None, cache_cost=None) -> Extrapolation:
+                working_set=None, curve=None, work=None, cache_cost=None, misses=None) -> Extrapolation:
     """Choose phases and sizes, fit every major phase (law by leave-one-out). With the profile's read bandwidth
     against working set (``curve``: (bytes, B/s) pairs) and the item's working-set function, the cache-aware
     law competes too."""
@@ -192,8 +192,9 @@ def extrapolate(sweep: Sweep, coverage: float = 0.7, c0: float | None = None, to
         # the declared work count describes a single-kernel spec; a program's phases have the work the run
         # wrapper counted, where it follows an exact law of the size
         phase_work = work if len(sweep.phases) == 1 else counted_work_law(sub.sizes, sub.work.get(p))
+        single = len(sweep.phases) == 1
         model, scores = choose(sub.sizes, samples, c0, working_set, curve, phase_work,
-                               cache_cost if len(sweep.phases) == 1 else None)
+                               cache_cost if single else None, misses if single else None)
         ex.fits[p] = PhaseFit(p, model, Fractal().fit(sub.sizes, samples), scores)
     if ex.rest:
         # the minor phases one by one, each with the work the wrapper counted for it where that follows a law (a

@@ -312,13 +312,16 @@ SIMPLICITY = ("work", "fractal", "cache-aware", "overhead", "two-term")
 
 
 def candidates(c0: float | None = None, working_set=None, curve: Sequence[tuple[float, float]] | None = None,
-               work=None, cache_cost=None) -> dict:
+               work=None, cache_cost=None, misses=None) -> dict:
     """The models :func:`choose` compares: pure fractal, overhead-aware (c0 fixed when known, else fitted),
     two-term; with the item's work the work law; with a working-set function and the profile's bandwidth
-    curve the cache-aware law (its roofline ``cache_cost`` where the item declares bytes and flops)."""
+    curve the cache-aware law (its roofline ``cache_cost`` where the item declares bytes and flops); with the cost
+    of its predicted cache misses (:mod:`.misses`) the cache-miss law."""
     out = {"fractal": Fractal, "overhead": (lambda: Overhead(c0)) if c0 else Overhead, "two-term": TwoTerm}
     if work is not None:
         out["work"] = lambda: WorkLaw(work)
+    if misses is not None and work is not None:
+        out["cache-miss"] = lambda: CacheMissLaw(work, misses)
     if working_set is not None and curve:
         out["cache-aware"] = lambda: CacheAware(working_set, curve, cache_cost)
     return out
@@ -326,13 +329,14 @@ def candidates(c0: float | None = None, working_set=None, curve: Sequence[tuple[
 
 def choose(sizes, samples, c0: float | None = None, working_set=None,
            curve: Sequence[tuple[float, float]] | None = None, work=None,
-           cache_cost=None) -> tuple[ScalingModel, dict[str, float]]:
-    """Fit every candidate and score it by leave-one-out; keep the work law where there is one, else the simplest
-    law within one standard error of the best."""
+           cache_cost=None, misses=None) -> tuple[ScalingModel, dict[str, float]]:
+    """Fit every candidate and score it by leave-one-out; keep a law whose exponent comes from the kernel (the
+    cache-miss law where it scores within the margin of the work law, else the work law) where there is one, else
+    the simplest law within one standard error of the best."""
     sizes = np.asarray(sizes, float)
     samples = [np.atleast_1d(np.asarray(s, float)) for s in samples]
     scores = {}
-    options = candidates(c0, working_set, curve, work, cache_cost)
+    options = candidates(c0, working_set, curve, work, cache_cost, misses)
     ses = {}
     for name, factory in options.items():
         needed = factory().n_params + 2  # a leave-one-out fit keeps at least one spare point
@@ -347,11 +351,17 @@ def choose(sizes, samples, c0: float | None = None, working_set=None,
     # sizes otherwise decides between laws that differ wildly 8x further out. Differences smaller than the
     # repeats' own spread cannot be resolved either, so that spread widens the margin.
     limit = scores[best] + max(ses[best], repeat_spread(samples)) + 1e-9  # 1e-9: rounding of exact fits
-    if math.isfinite(scores.get("work", math.inf)):
-        # the kernel's own work law takes its exponent from physics, not from a fit: a leave-one-out score over a
-        # narrow range of sizes cannot justify trading it for a law that bends to one size 8x short of the target
-        # (on the builtin suite those trades were the largest errors). Laws that score better stay as rivals.
-        chosen, limit = "work", max(limit, scores["work"] + 1e-9)
+    physical = [n for n in ("cache-miss", "work") if math.isfinite(scores.get(n, math.inf))]
+    if physical:
+        # the kernel's own laws take their exponent from physics, not from a fit: a leave-one-out score over a
+        # narrow range of sizes cannot justify trading them for a law that bends to one size 8x short of the
+        # target (on the builtin suite those trades were the largest errors). The cache-miss law also knows what
+        # the caches do at the target; it is kept unless it fits the small sizes clearly worse than the work law.
+        margin = max(ses.get("work", 0.0) if math.isfinite(ses.get("work", math.inf)) else 0.0,
+                     repeat_spread(samples))
+        best_phys = min(scores[n] for n in physical)
+        chosen = next(n for n in physical if scores[n] <= best_phys + margin + 1e-9)
+        limit = max(limit, scores[chosen] + 1e-9)
     else:
         chosen = next(n for n in SIMPLICITY if n in scores and scores[n] <= limit)
     model = options[chosen]().fit(sizes, samples)
@@ -429,6 +439,8 @@ class WorkLaw(ScalingModel):
 
     def _fit(self, n, t):
         x = np.array([float(self.work(v)) for v in n])
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"{self.name} law: no cost at some size")
         # ordinary least squares in absolute time: the largest sizes, nearest the target, weigh most
         X = np.column_stack([np.ones_like(x), x])
         coef, *_ = np.linalg.lstsq(X, t, rcond=None)
@@ -455,3 +467,64 @@ class WorkLaw(ScalingModel):
         x0 = np.array([1.0, x])
         fit_var = self.s2_abs_ * float(x0 @ self.xtx_inv_ @ x0) / value**2
         return value, math.sqrt(self.s2_rel_ + fit_var), {"c0": float(self.coef_[0]), "k": float(self.coef_[1])}
+
+
+class CacheMissLaw(ScalingModel):
+    """T = c0 + max(k W(n), M(n)): the work law, unless the seconds the kernel's predicted cache misses keep the
+    memory busy (M, :class:`gpuprofiler.models.fractal.misses.MissCost`, from the profile's bandwidths, not fitted)
+    take longer. c0 >= 0 and k by least squares in absolute time, as the work law; where the small sizes are all
+    work-bound this is the work law fitted to them, and M takes over at a target whose accesses miss where theirs
+    hit."""
+
+    name = "cache-miss"
+    costly = True  # each size it is evaluated at is an analysis of the kernel's address stream
+
+    def __init__(self, work, memory):
+        self.work, self.memory = work, memory
+
+    def _model(self, c0: float, k: float, w: np.ndarray, m: np.ndarray) -> np.ndarray:
+        return c0 + np.maximum(k * w, m)
+
+    def _fit(self, n, t):
+        w = np.array([float(self.work(v)) for v in n])
+        m = np.array([float(self.memory(v)) for v in n])
+        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(m))) or not np.any(w > 0):
+            raise ValueError("cache-miss law: no work or memory time at some size")
+
+        def fit_c0(k: float) -> tuple[float, float]:
+            base = np.maximum(k * w, m)
+            c0 = max(float(np.mean(t - base)), 0.0)
+            return c0, float(np.sum((c0 + base - t) ** 2))
+
+        work_law = WorkLaw(self.work)
+        work_law._fit(n, t)
+        c0, k = (float(v) for v in work_law.coef_)
+        if np.any(m > k * w):  # memory binds at some small size: search k with the max in place
+            ks = np.geomspace(max(float(np.min(t / np.maximum(w, 1e-300))) * 1e-3, 1e-300),
+                              float(np.max(t / np.maximum(w, 1e-300))) * 2, 400)
+            errs = [fit_c0(kk)[1] for kk in ks]
+            i = int(np.argmin(errs))
+            res = optimize.minimize_scalar(lambda lk: fit_c0(math.exp(lk))[1],
+                                           bounds=(math.log(ks[max(i - 1, 0)]), math.log(ks[min(i + 1, len(ks) - 1)])),
+                                           method="bounded")
+            k = math.exp(res.x)
+            c0, _ = fit_c0(k)
+        if k <= 0:
+            raise ValueError("cache-miss law: time does not grow with the work")
+        self.coef_ = np.array([c0, k])
+        fitted = self._model(c0, k, w, m)
+        wts = t / t.sum()
+        self.s2_rel_ = float(np.sum(wts * ((fitted - t) / t) ** 2) * len(n) / max(len(n) - 2, 1))
+        # the fit's own uncertainty: the work-bound sizes' relative scatter over how many there are
+        bound = max(int(np.sum(k * w >= m)), 1)
+        self.fit_var_ = self.s2_rel_ / bound
+
+    def _predict(self, size):
+        c0, k = self.coef_
+        w, m = float(self.work(size)), float(self.memory(size))
+        value = c0 + max(k * w, m)
+        if not (math.isfinite(value) and value > 0):
+            return float("nan"), float("inf"), {}
+        return value, math.sqrt(self.s2_rel_ + self.fit_var_), {"c0": float(c0), "k": float(k),
+                                                                "memory_s": m, "work_s": k * w,
+                                                                "bound": "memory" if m > k * w else "work"}

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
 from gpuprofiler.models.fractal.extrap import evaluate_model, extrap_command, extrap_models
 from gpuprofiler.models.fractal.extrapolate import Extrapolation, extrapolate
+from gpuprofiler.models.fractal.misses import miss_cost, regime_costs
 from gpuprofiler.models.fractal.regimes import regime_warnings, roofline, work_function
 from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.apps import App
@@ -30,7 +31,8 @@ class FractalPredictor(Predictor):
     """Fits each major phase of a small-size sweep with the law leave-one-out picks, and extrapolates.
 
     Parameters: ``coverage``, the share of the run the major phases cover; ``extrap``, also run Extra-P's
-    default model as a baseline (None: where it is installed).
+    default model as a baseline (None: where it is installed); ``cache``, let the cache-miss law (the kernel's
+    sampled address stream against the profile's caches) compete.
     """
 
     name = "fractal"
@@ -38,9 +40,10 @@ class FractalPredictor(Predictor):
     description = "fractal extrapolation from a small-size sweep (Escobar & Boppana) with overhead, work, cache laws"
     needs_measurements = True
 
-    def __init__(self, coverage: float = 0.7, extrap: bool | None = None):
+    def __init__(self, coverage: float = 0.7, extrap: bool | None = None, cache: bool = True):
         self.coverage = coverage
         self.extrap = extrap
+        self.cache = cache
 
     def applies_to(self, item: Any, profile: Any) -> Applicability:
         if not isinstance(item, (KernelSpec, App)):
@@ -59,9 +62,10 @@ class FractalPredictor(Predictor):
         c0 = hw.figure("launch.event_s").value
         work = (work_function(item, profile, max(measurements.sizes)) if isinstance(item, KernelSpec)
                 else work_count(item))
+        self.misses_ = miss_cost(item, profile) if self.cache else None
         self.extrapolation_ = extrapolate(measurements, coverage=self.coverage, c0=c0, working_set=self.working_set_,
                                           curve=hw.bandwidth_curve or None, work=work,
-                                          cache_cost=roofline(item, profile))
+                                          cache_cost=roofline(item, profile), misses=self.misses_)
         self.extrap_models_: dict[str, str] | None = None
         self.extrap_error_: str | None = None
         if self.extrap or (self.extrap is None and extrap_command() is not None):
@@ -78,9 +82,25 @@ class FractalPredictor(Predictor):
         return [ex.sweep.sizes[i] for i in ex.used]
 
     def target_warnings(self, sizes: Sequence[int]) -> list[str]:
-        """The fit's own warnings, then targets on the other side of a regime boundary than the small sizes."""
-        return list(self.extrapolation_.warnings) + regime_warnings(
+        """The fit's own warnings, then targets on the other side of a regime boundary than the small sizes, and
+        cache levels whose miss ratio the target raises, with what that costs."""
+        out = list(self.extrapolation_.warnings) + regime_warnings(
             self.small_sizes_, list(sizes), self.working_set_, self.work_items_, self.profile_)
+        if self.misses_ is not None:
+            for t in sizes:
+                out += regime_costs(self.misses_, self.small_sizes_, int(t), self._law_gap(int(t)))
+        return out
+
+    def _law_gap(self, target: int) -> float | None:
+        """The cache-miss law's prediction minus the work law's at ``target`` (one-phase items)."""
+        fits = list(self.extrapolation_.fits.values())
+        if len(fits) != 1:
+            return None
+        model = fits[0].model
+        laws = {m.name: m for m in [model] + list(getattr(model, "rivals_", []))}
+        if "cache-miss" in laws and "work" in laws:
+            return laws["cache-miss"].predict_value(target) - laws["work"].predict_value(target)
+        return None
 
     def predict(self, sizes: Sequence[int]) -> list[Prediction]:
         """One prediction per target; its details are the ``extrapolate --json`` record without the check."""

@@ -90,11 +90,9 @@ def run_cost(item, profile):
         if (item.bytes is None or not bw_ok) and (item.flops is None or fma is None):
             return None
 
-        multiple = item.size_multiple
-
         def cost(n: float) -> float:
             try:  # a size the spec does not take costs what the multiple below it does: monotone, a step
-                inst = item.instantiate(max(multiple, multiple * (int(n) // multiple)))
+                inst = item.instantiate(item.valid_size(n))
                 t = [float(inst.bytes) / bw.value] if item.bytes is not None and bw_ok else []
                 t += [float(inst.flops) / (2.0 * fma.value)] if item.flops is not None and fma is not None else []
             except (UserError, ValueError, ArithmeticError, TypeError):
@@ -128,11 +126,9 @@ def roofline(item, profile):
                 if f.ok and f.value > 0), None)
     if fma is None:
         return None
-    multiple = item.size_multiple
-
     def cost(n: float, bandwidth: float) -> float:
         try:
-            inst = item.instantiate(max(multiple, multiple * (int(n) // multiple)))
+            inst = item.instantiate(item.valid_size(n))
             return max(float(inst.bytes) / bandwidth, float(inst.flops) / (2.0 * fma.value))
         except (UserError, ValueError, ArithmeticError, TypeError):
             return 0.0
@@ -159,7 +155,7 @@ def work_function(item, profile, probe: int):
         return work_count(item)
 
     def count(key):
-        return lambda n: float(getattr(item.instantiate(max(int(n), 1)), key))
+        return lambda n: float(getattr(item.instantiate(item.valid_size(n)), key))
 
     try:
         growth = {k: count(k)(2 * probe) / count(k)(probe) for k in declared}
@@ -272,7 +268,7 @@ def recommended_small(item, targets: list[int], profile) -> tuple[list[int], lis
 
     def ws(n: float) -> float:
         try:
-            return float(working_set(item, max(multiple, multiple * (int(n) // multiple))))
+            return float(working_set(item, max(int(n), 1)))
         except Exception:  # noqa: BLE001 - a size the item cannot take touches nothing: the sizes pass over it
             return 0.0
 

@@ -39,7 +39,7 @@ from pycparser.c_parser import ParseError
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.maxplus import index as ix
-from gpuprofiler.models.maxplus.graph import Kernel, KernelGraph
+from gpuprofiler.models.maxplus.graph import Access, Kernel, KernelGraph
 from gpuprofiler.models.maxplus.index import Affine
 from gpuprofiler.models.maxplus.requests import Sample, annotate, make_sample
 from gpuprofiler.workloads.safe_eval import evaluate_int
@@ -125,6 +125,7 @@ class Builder:
 
     def __post_init__(self) -> None:
         self.mask = np.ones(self.sample.size, dtype=bool)
+        self.seq = 0  # program order of the global accesses, across reads, writes and fragments
         self._new_fragment()
 
     # ---- graph bookkeeping ----------------------------------------------------------------------
@@ -220,7 +221,8 @@ class Builder:
                 info.update(pattern="unit", stride=1)
             else:
                 info.update(pattern="strided", stride=abs(stride))
-        info.update(_addr=addr, _mask=self.mask)
+        info.update(_addr=addr, _mask=self.mask, seq=self.seq)
+        self.seq += 1
         return info
 
     def local_info(self, array: Array, index) -> dict[str, Any]:
@@ -367,12 +369,16 @@ def parameter_names(source: str, kernel_name: str, filename: str = "kernel",
 def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: list[int] | None,
           filename: str = "kernel", defines: dict[str, Any] | None = None, global_size: list[int] | None = None,
           contents: dict[str, Callable[[np.ndarray], np.ndarray]] | None = None,
-          buffers: dict[str, int] | None = None) -> Kernel:
+          buffers: dict[str, int] | None = None, groups: np.ndarray | None = None,
+          items: int | None = None) -> Kernel:
     """The max-plus graph of ``kernel_name`` for one work-item, at the given scalar arguments.
 
     ``global_size`` spreads the sampled work-groups over the grid (else the first group only); ``contents``
     gives integer input arrays' values as functions of element indices (data-dependent loops and gathers are
-    followed with them); ``buffers`` the bytes of each array argument (memory footprints)."""
+    followed with them); ``buffers`` the bytes of each array argument (memory footprints). With ``groups`` (linear
+    work-group numbers) exactly those work-groups are followed and every global access is kept, with its
+    addresses at each of their work-items (their first ``items``, where given), in ``Kernel.accesses`` (the address
+    stream of :mod:`gpuprofiler.models.cache.streams`); the request figures are then not computed."""
     ast, local_arrays, local_params = parse(source, filename, defines)
     funcs = [e for e in ast.ext if isinstance(e, c_ast.FuncDef) and e.decl.name == kernel_name]
     if not funcs:
@@ -388,7 +394,8 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
     scalars = {k: (v.item() if hasattr(v, "item") else v) for k, v in scalars.items()}
     b = Builder(filename, scalars, sizes, {name: (elem, tuple(_extent(d, filename) for d in dims))
                                            for name, (elem, dims) in local_arrays.items()},
-                make_sample(glob, sizes), dict(contents or {}), notes=notes, global_size=glob)
+                make_sample(glob, sizes, groups=groups, items=items), dict(contents or {}), notes=notes,
+                global_size=glob)
     interp = Interpreter(b, c_ast, {e.decl.name: e for e in ast.ext if isinstance(e, c_ast.FuncDef)})
     for p in (fn.decl.type.args.params if fn.decl.type.args else []):
         interp.declare_param(p, local_params)
@@ -396,19 +403,32 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
         b.arrays[name] = Array(name, "local", elem)
     interp.block(fn.body)
     frags = [g for g in b.fragments if g.arcs or g.outputs]
-    mark_first_reads(frags)
-    l1_miss = annotate([a for g in b.fragments for a in g.arcs], b.sample)
+    accesses: list[Access] = []
+    if groups is not None:
+        for a in (a for g in b.fragments for a in g.arcs):
+            if a.kind in ("read", "write") and "_addr" in a.info:
+                addr = a.info.pop("_addr")
+                active = a.info.pop("_mask") & b.sample.valid
+                accesses.append(Access(a.info["seq"], a.kind, a.info["array"], a.info["elem_bytes"], addr, active))
+        accesses.sort(key=lambda x: x.seq)
+        l1_miss: dict[str, float] = {}
+    else:
+        mark_first_reads(frags)
+        l1_miss = annotate([a for g in b.fragments for a in g.arcs], b.sample)
     for g in frags:
         if not g.outputs:
             b.notes.append("a fragment writes nothing: it is not timed")
     local_bytes = sum(ELEM_BYTES.get(elem, 4) * int(np.prod(dims or (1,))) for elem, dims in b.local_arrays.values())
     return Kernel(kernel_name, frags or [KernelGraph()], b.notes, local_bytes=local_bytes, local_size=tuple(sizes),
-                  global_size=tuple(glob) if glob else None, buffers=dict(buffers or {}), l1_miss=l1_miss)
+                  global_size=tuple(glob) if glob else None, buffers=dict(buffers or {}), l1_miss=l1_miss,
+                  accesses=accesses, sample=b.sample if groups is not None else None)
 
 
-def build_spec(spec_instance, backend: str = "opencl") -> Kernel:
+def build_spec(spec_instance, backend: str = "opencl", groups: np.ndarray | None = None,
+               items: int | None = None) -> Kernel:
     """The graph of a kernel spec at its instantiated size, from its OpenCL (or CUDA) source, with the spec's
-    integer inputs as the data of data-dependent loops and gathers, and its arrays' sizes as footprints."""
+    integer inputs as the data of data-dependent loops and gathers, and its arrays' sizes as footprints (with
+    ``groups``, those work-groups' address streams: :func:`build`)."""
     spec = spec_instance.spec
     kinds = [backend] + [k for k in ("opencl", "cuda") if k != backend]
     path = next((spec.sources[k] for k in kinds if k in spec.sources), None)
@@ -419,7 +439,7 @@ def build_spec(spec_instance, backend: str = "opencl") -> Kernel:
     contents = {a.name: spec_instance.elements(a.name) for a in arrays if a.dtype.kind in "iu"}
     buffers = {a.name: int(np.prod(spec_instance.shapes[a.name])) * a.dtype.itemsize for a in arrays}
     return build(text, spec.kernel, spec_instance.scalars, spec_instance.local_size, str(path),
-                 spec_instance.defines, spec_instance.global_size, contents, buffers)
+                 spec_instance.defines, spec_instance.global_size, contents, buffers, groups, items)
 
 
 class Interpreter:

@@ -83,6 +83,22 @@ class Kernel:
     buffers: dict[str, int] = field(default_factory=dict)  # bytes of each array argument, where known
     l1_miss: dict[str, float] = field(default_factory=dict)  # per global array read: share of requested sectors
                                                              # its work-groups had not touched before
+    accesses: list[Any] = field(default_factory=list)  # with chosen work-groups: every global access (builder.Access)
+    sample: Any = None                                 # and those work-groups' work-items (requests.Sample)
+
+
+@dataclass
+class Access:
+    """One global access of the kernel's code, in program order (``seq``), at every followed work-item: its
+    element index (``addr``; None where it depends on data the builder does not have) and whether it runs
+    (``active``)."""
+
+    seq: int
+    kind: str          # "read" | "write"
+    array: str
+    elem_bytes: int
+    addr: np.ndarray | None
+    active: np.ndarray
 
 
 def levels(n: int, dst: np.ndarray, src: np.ndarray, loops: np.ndarray | None = None,

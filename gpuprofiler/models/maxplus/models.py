@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -336,7 +337,8 @@ def _paper_totals(kernel: Kernel, model: str, batches: str, plist: list[Paramete
     return total, batch, bus
 
 
-def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, resident: int) -> tuple:
+def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, resident: int,
+                    misses: Any = None) -> tuple:
     """The overlap model's work time per parameter set: max(ceil(N/n) * batch, DRAM, cache, L1, issue); and the
     details of the first set."""
     hw = plist[0].hw
@@ -350,7 +352,7 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
     nb = math.ceil(work_items / resident)
     totals, details = [], {}
     for j, p in enumerate(plist):
-        res = resources(kernel, p.hw, work_items, issue_seconds(kernel, p), (None, "low", "high")[j])
+        res = resources(kernel, p.hw, work_items, issue_seconds(kernel, p), (None, "low", "high")[j], misses)
         bounds = {"latency": nb * float(batch[j]), **res.bounds()}
         limit = max(bounds, key=bounds.get)
         totals.append(bounds[limit])
@@ -378,12 +380,14 @@ def correction_features(kernel: Kernel, bounds: dict[str, float], work_items: in
 
 
 def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, model: str = DEFAULT_MODEL,
-            batches: str | None = None) -> Prediction:
+            batches: str | None = None, misses: Any = None) -> Prediction:
     """The kernel's time for ``work_items`` work-items (N) under ``model``, launch costs included.
 
     The interval is the range the profile's measurement intervals leave open: the same model evaluated
     with every measured parameter at the low and at the high end of its interval (the time is monotone in
-    each); it says nothing of the model's own error. The details are the ``maxplus --json`` fields.
+    each); it says nothing of the model's own error. The details are the ``maxplus --json`` fields. With
+    ``misses`` (a :class:`~gpuprofiler.models.cache.analysis.CacheAnalysis` of the launch) the overlap model's
+    DRAM and cache traffic are its predicted misses instead of the footprint and reuse rules.
     """
     if model not in MODELS:
         raise UserError(f"unknown model {model!r}: choose from {', '.join(MODELS)}")
@@ -407,7 +411,7 @@ def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, mode
         else:
             n_val, how = resident_work_items(kernel, params.hw)
         plist = [params] + ([params.at("low"), params.at("high")] if params.bounds else [])
-        works, extra = _overlap_totals(kernel, plist, work_items, n_val)
+        works, extra = _overlap_totals(kernel, plist, work_items, n_val, misses)
         work, ends = float(works[0]), [float(w) for w in works[1:]]
         details.update(extra)
         details["sources"] = {**params.sources, "n": how}

@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
+from gpuprofiler.models.cache.analysis import analyse
 from gpuprofiler.models.identity import spec_code
 from gpuprofiler.models.maxplus.builder import BuildError, build, build_spec, parameter_names
 from gpuprofiler.models.maxplus.models import DEFAULT_MODEL, MODELS, parameters, predict
@@ -25,19 +26,22 @@ class MaxPlusPredictor(Predictor):
     paper's models; the model's default when None), ``n`` (work-items at once; the profile's concurrency, or
     for overlap the occupancy, when None), ``line_bytes``
     (bytes a strided access fetches; 64 on a CPU, 32 on a GPU when None), ``backend`` (which source of the
-    spec to read; the profile's API when None).
+    spec to read; the profile's API when None), ``cache`` (the overlap model's DRAM and cache traffic from the
+    kernel's sampled address stream's predicted misses, :mod:`gpuprofiler.models.cache`; else the footprint and
+    reuse rules).
     """
 
     name = "maxplus"
     description = "max-plus model of the kernel's data graph, timed with the profile (Antonyuk & Mikheev)"
 
     def __init__(self, model: str = DEFAULT_MODEL, batches: str | None = None, n: int | None = None,
-                 line_bytes: int | None = None, backend: str | None = None):
+                 line_bytes: int | None = None, backend: str | None = None, cache: bool = True):
         self.model = model
         self.batches = batches
         self.n = n
         self.line_bytes = line_bytes
         self.backend = backend
+        self.cache = cache
 
     def applies_to(self, item: Any, profile: Any) -> Applicability:
         if not isinstance(item, (KernelSpec, App)):
@@ -83,6 +87,14 @@ class MaxPlusPredictor(Predictor):
         return predict(kernel, params, math.prod(launch.global_size), math.prod(launch.global_size), self.model,
                        self.batches)
 
+    def _misses(self, inst, kernel):
+        """The launch's cache analysis (None where its accesses cannot be followed: the rules apply)."""
+        per_item = sum(1 for g in kernel.fragments for a in g.arcs if a.kind in ("read", "write"))
+        try:
+            return analyse(inst, self.profile_, budget=1 << 21, count=2, backend=self.kind_, per_item=per_item)
+        except (UserError, ValueError):
+            return None
+
     def _build(self, size: int):
         """The spec instance and kernel graph at ``size`` (built once per size)."""
         if size not in self.graphs_:
@@ -102,7 +114,8 @@ class MaxPlusPredictor(Predictor):
             except BuildError as exc:  # the graph of a larger size can exceed what the builder unrolls
                 raise NotApplicable(f"maxplus: at {self.spec_.size}={size}: {exc}") from None
             params = parameters(self.profile_, kernel, self.n, self.line_bytes)
-            pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches)
+            misses = self._misses(inst, kernel) if self.cache and self.model == "overlap" else None
+            pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches, misses)
             pred.details["notes"] = list(kernel.notes)
             pred.details["kernel_code"] = spec_code(self.spec_, self.kind_)
             out.append(pred)

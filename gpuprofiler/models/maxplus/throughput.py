@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuprofiler.models.costs import (
     cache_bandwidth,
@@ -74,7 +75,7 @@ def _step(fig, end: str | None) -> float:
 
 
 def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: float,
-              end: str | None = None) -> Resources:
+              end: str | None = None, misses: Any = None) -> Resources:
     """The launch's DRAM, cache, L1 and issue times; ``op_seconds`` is one work-item's operations' issue time
     (sum of 1 / device-wide throughput); ``end`` (low, high) takes every measured figure at that end of its
     interval."""
@@ -133,6 +134,16 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
         else:
             dram_write += dram_w
     width = width_num / width_den if width_den else 4.0
+    predicted = misses is not None and misses.levels and not in_cache
+    if predicted:
+        # the sampled address stream's last-level misses replace the footprint and reuse rules: each missing line
+        # comes from DRAM (a store's is written back), the first level's misses from the cache behind it
+        last, first = misses.levels[-1], misses.levels[0]
+        line = misses.order.line_bytes
+        dram_read = last.misses * (1.0 - last.write_share) * line
+        dram_write = last.misses * last.write_share * line
+        scattered_reads = scattered_writes = 0.0
+        cached_total = first.misses * (1.0 - first.write_share) * line
     bw = dram_bandwidth(hw, dram_read, dram_write, width)
     if bw.ok:
         out.dram_s = (dram_read + dram_write) / _rate(bw, end)
@@ -145,9 +156,14 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
         out.dram_s += scattered_reads * _step(step_r, end) + scattered_writes * _step(step_w, end)
         out.sources["scattered"] = f"{step_r.source}; {step_w.source}"
     cache = cache_bandwidth(hw)
+    written = first.misses * first.write_share * misses.order.line_bytes if predicted else sum(writes.values())
     if cache.ok:
-        out.cache_s = (cached_total + sum(writes.values())) / _rate(cache, end)
+        out.cache_s = (cached_total + written) / _rate(cache, end)
         out.sources["cache"] = cache.source
+    if predicted:
+        out.sources["misses"] = (f"DRAM and cache traffic from the sampled address stream's misses ({last.name} "
+                                 f"{last.miss_ratio:.3g}, {first.name} {first.miss_ratio:.3g} of "
+                                 f"{misses.accesses:.3g} accesses)")
     sms, clock = hw.compute_units, hw.clock_hz
     if hw.kind == "gpu" and sms.ok and clock.ok:
         out.lsu_s = lsu_cycles / (sms.value * _rate(clock, end))
@@ -155,7 +171,7 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
                               f"{L1_SECTORS_PER_CYCLE:g}) or bank passes, over {sms.source} x {clock.source}")
     out.traffic = {"dram_read_bytes": dram_read, "dram_write_bytes": dram_write,
                    "dram_scattered_sectors": scattered_reads, "dram_scattered_write_sectors": scattered_writes,
-                   "cache_bytes": cached_total + sum(writes.values()), "l1_request_cycles": lsu_cycles,
+                   "cache_bytes": cached_total + written, "l1_request_cycles": lsu_cycles,
                    "access_width_bytes": width, "resident_in_cache": in_cache}
     return out
 

@@ -163,3 +163,45 @@ def test_tiny_launches_are_never_recommended_when_the_target_is_long(tmp_path):
     cost = run_cost(mm, prof)
     assert cost(2048) > 50e-6 and all(cost(s) >= 50e-6 for s in sizes)
     assert math.isclose(cost(max(sizes)), cost(2048) / 8, rel_tol=0.05)
+
+
+def test_the_cache_miss_law_is_the_work_law_until_memory_takes_longer():
+    from gpuprofiler.models.fractal.laws import CacheMissLaw
+
+    work = lambda n: 1e-9 * float(n)  # noqa: E731
+    memory = lambda n: 0.5e-9 * float(n) if n < 4000 else 8e-9 * float(n)  # noqa: E731  misses jump past 4000
+    t = [2e-5 + 3 * work(n) for n in SIZES]  # the small sizes: 3 x the work, memory well below
+    law = CacheMissLaw(work, memory).fit(SIZES, [[v] for v in t])
+    assert law.coef_[1] == pytest.approx(3.0, rel=1e-3) and law.coef_[0] == pytest.approx(2e-5, rel=1e-2)
+    assert law.predict_value(800) == pytest.approx(2e-5 + 3 * work(800), rel=1e-3)
+    target = law.predict(8000)
+    assert target.seconds == pytest.approx(2e-5 + memory(8000), rel=1e-3) and target.details["bound"] == "memory"
+    assert target.low < target.seconds < target.high
+
+
+def test_the_cache_miss_law_is_chosen_within_the_margin_and_warns_what_the_crossing_costs(tmp_path):
+    from gpuprofiler.models.fractal.misses import regime_costs
+
+    work = lambda n: float(n) ** 3  # noqa: E731
+    memory = lambda n: 0.0 if n < 1000 else 5e-9 * float(n) ** 3  # noqa: E731
+    samples = [[1e-9 * work(n)] for n in SIZES]
+    model, scores = choose(SIZES, samples, work=work, misses=memory)
+    assert model.name == "cache-miss" and scores["cache-miss"] == pytest.approx(scores["work"], abs=1e-9)
+    assert {r.name for r in model.rivals_} >= {"work"}
+    assert model.predict_value(2000) == pytest.approx(5e-9 * 2000**3, rel=1e-6)  # memory-bound at the target
+
+    class Level:
+        def __init__(self, ratio):
+            self.name, self.miss_ratio, self.by_array = "L1", ratio, {"B": 0.9, "A": 0.1}
+
+    class Analysis:
+        def __init__(self, ratio):
+            self.levels = [Level(ratio)]
+
+    class Cost:
+        def analysis(self, n):
+            return Analysis(0.02 if n < 1000 else 0.5)
+
+    (warning,) = regime_costs(Cost(), [100, 200], 2000, 1.4)
+    assert "L1 miss ratio 0.02 at the small sizes -> 0.50 at the target (B): +1.4 s over the work law" in warning
+    assert regime_costs(Cost(), [100, 200], 500, 0.0) == []

@@ -1,0 +1,253 @@
+"""A kernel's cache behaviour at one size: miss ratios at the device's cache levels from sampled reuse distances.
+
+Windows of the launch are laid out in the device's execution order (:mod:`.streams`); in each, the forward reuse
+distance of a sparse random sample of accesses (rate 1e-3 by default) is read off the window (a sample is taken
+only from the first half of a window, so at least half a window lies ahead of it; a reuse further away counts as
+none). The samples of the units' own streams give the private levels' miss ratios, those of the interleaved
+stream the shared levels'; StatStack gives LRU miss ratios, StatCache random-replacement ones. Misses per launch
+are the ratio times the launch's accesses (the window's accesses per work-group times the work-groups).
+Written lines touched by more than one unit in a window are counted as shared (false or true sharing):
+each change of unit on such a line, with a store on either side, is a coherence miss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpuprofiler.models.cache.reuse import reuse_distances
+from gpuprofiler.models.cache.statcache import stack_distance_of, statcache, statstack
+from gpuprofiler.models.cache.streams import Order, Stream, device_order, windows
+from gpuprofiler.profile.hardware import view
+
+RATE = 1e-3
+MIN_SAMPLES = 4000  # below this many the rate is raised (a small launch is sampled densely)
+
+
+@dataclass
+class Level:
+    """One cache level and what the kernel does to it."""
+
+    name: str
+    size_bytes: float
+    lines: int
+    shared: bool
+    miss_ratio: float          # LRU (StatStack), its sets filled as the stream fills them
+    miss_ratio_random: float   # random replacement, fully associative (StatCache)
+    misses: float              # per launch
+    by_array: dict[str, float] = field(default_factory=dict)  # share of the level's misses from each array
+    miss_ratio_full: float = 0.0  # LRU, fully associative (StatStack)
+    ways: int = 0
+    sets: int = 1
+    write_share: float = 0.0   # share of the misses that are stores
+
+
+@dataclass
+class CacheAnalysis:
+    """Miss ratios at each level, the reuse-distance sample behind them and where it came from."""
+
+    order: Order
+    levels: list[Level]
+    accesses: float                 # global accesses per launch
+    samples: int
+    rate: float
+    private_distances: np.ndarray   # sampled reuse distances (inf: not reused within reach)
+    shared_distances: np.ndarray
+    private_arrays: np.ndarray      # the buffer of each private sample
+    shared_arrays: np.ndarray
+    names: list[str]
+    windows: int
+    window_accesses: int
+    coherence_misses: float         # per launch
+    shared_written_lines: float     # share of written lines that several units touch
+    unknown: list[str]
+    notes: list[str] = field(default_factory=list)
+
+    def level(self, name: str) -> Level | None:
+        return next((lv for lv in self.levels if lv.name == name), None)
+
+    def to_dict(self) -> dict:
+        return {"order": self.order.describe(), "accesses": self.accesses, "samples": self.samples,
+                "rate": self.rate, "windows": self.windows, "window_accesses": self.window_accesses,
+                "levels": [{"name": lv.name, "size_bytes": lv.size_bytes, "lines": lv.lines, "shared": lv.shared,
+                            "ways": lv.ways, "sets": lv.sets, "miss_ratio": lv.miss_ratio,
+                            "miss_ratio_fully_associative": lv.miss_ratio_full,
+                            "miss_ratio_random": lv.miss_ratio_random, "misses": lv.misses, "by_array": lv.by_array,
+                            "write_share": lv.write_share}
+                           for lv in self.levels],
+                "coherence_misses": self.coherence_misses, "shared_written_lines": self.shared_written_lines,
+                "unknown_arrays": self.unknown, "notes": self.notes}
+
+
+def cache_levels(profile) -> list[tuple[str, float]]:
+    """The device's cache levels, smallest first: the latency curve's knees, and the last level as streams see it
+    where that is larger than every knee."""
+    hw = view(profile)
+    levels = [(f"L{c.level}", float(c.size_bytes)) for c in hw.caches]
+    stream = hw.figure("bandwidth.streaming_llc_bytes").value
+    if stream and (not levels or stream > 1.5 * max(s for _, s in levels)):
+        levels.append((f"L{len(levels) + 1}", float(stream)))
+    levels.sort(key=lambda x: x[1])
+    return [(f"L{i + 1}", size) for i, (_, size) in enumerate(levels)]
+
+
+NEAR = 4096  # reuses at most this many accesses away have their same-set distinct lines counted exactly
+
+
+def sample_distances(lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator):
+    """Forward reuse distances (inf: not reused in the rest of the window), buffers, lines and positions of a
+    random sample of the first half of the stream."""
+    half = len(lines) // 2
+    if half == 0:
+        return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    pick = np.flatnonzero(rng.random(half) < rate)
+    rd = reuse_distances(lines).astype(float)
+    d = rd[pick]
+    d[d < 0] = np.inf
+    return d, arrays[pick], lines[pick], pick
+
+
+@dataclass
+class Samples:
+    """Sampled reuse distances of several streams, with each sample's buffer, line and stream, and each stream's
+    distinct lines (how they fill a cache's sets)."""
+
+    distances: list[np.ndarray] = field(default_factory=list)
+    arrays: list[np.ndarray] = field(default_factory=list)
+    lines: list[np.ndarray] = field(default_factory=list)
+    positions: list[np.ndarray] = field(default_factory=list)
+    streams: list[np.ndarray] = field(default_factory=list)
+    distinct: list[np.ndarray] = field(default_factory=list)
+    writes: list[np.ndarray] = field(default_factory=list)
+
+    def add(self, lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator,
+            writes: np.ndarray | None = None) -> None:
+        d, a, ln, pos = sample_distances(lines, arrays, rate, rng)
+        self.writes.append(writes[pos] if writes is not None else np.zeros(len(d), bool))
+        self.distances.append(d)
+        self.arrays.append(a)
+        self.lines.append(ln)
+        self.positions.append(pos)
+        self.streams.append(lines)
+        self.distinct.append(np.unique(lines))
+
+    def all(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.concatenate(self.distances), np.concatenate(self.arrays)
+
+    def set_misses(self, ways: int, sets: int, sd: np.ndarray) -> np.ndarray:
+        """Per sample, whether a cache of ``sets`` sets of ``ways`` lines (LRU in each set) misses its next use: the
+        distinct lines of its set touched in between, counted in the stream for near reuses, else its expected
+        stack distance ``sd`` times the share of the stream's distinct lines in its set."""
+        out, at = [], 0
+        for d, lines, pos, stream, distinct in zip(self.distances, self.lines, self.positions, self.streams,
+                                                   self.distinct):
+            counts = np.bincount(distinct % sets, minlength=sets)
+            part = sd[at: at + len(d)] * counts[lines % sets] / max(len(distinct), 1) >= ways
+            near = np.flatnonzero(np.isfinite(d) & (d <= NEAR))
+            for k in near:
+                between = stream[pos[k] + 1: pos[k] + 1 + int(d[k])]
+                same = between[between % sets == lines[k] % sets]
+                part[k] = len(np.unique(same)) >= ways
+            out.append(part)
+            at += len(d)
+        return np.concatenate(out)
+
+
+def geometry(name: str, size: float, order: Order) -> tuple[int, int]:
+    """(ways, sets) of a cache level; sets are a power of two, indexed by the line number's low bits. A GPU's caches
+    hash their set index: fully associative here. A CPU's L1 is virtually indexed and physically tagged, so its
+    sets span one 4 KiB page (64 sets of 64-byte lines, ways = size / 4 KiB, as on every current x86 and Arm core);
+    its other levels are taken as 16-way (no profile figure says otherwise)."""
+    lines = max(1, int(size // order.line_bytes))
+    if order.lanes > 1:
+        return lines, 1
+    if name == "L1":
+        sets = max(1, 4096 // order.line_bytes)
+    else:
+        sets = 1 << max(0, round(np.log2(max(lines / 16, 1))))
+    return max(1, round(lines / sets)), sets
+
+
+def coherence(stream: Stream) -> tuple[float, float]:
+    """Coherence misses in the window (a unit touching a line another unit touched last, a store on either side)
+    and the share of written lines that several units touch."""
+    if len(stream.lines) < 2:
+        return 0.0, 0.0
+    lines, _, writes, units = stream.merged(with_units=True)
+    order = np.argsort(lines, kind="stable")  # by line, in time order within a line
+    lines, units, writes = lines[order], units[order], writes[order]
+    same_line = lines[1:] == lines[:-1]
+    switch = same_line & (units[1:] != units[:-1]) & (writes[1:] | writes[:-1])
+    if not writes.any():
+        return float(switch.sum()), 0.0
+    # a written line is shared when another unit's access to it comes next to one of its own
+    written_lines = lines[writes]
+    shared_lines = lines[1:][same_line & (units[1:] != units[:-1])]
+    return float(switch.sum()), float(np.isin(np.unique(written_lines), shared_lines).mean())
+
+
+def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: int = 3, backend: str | None = None,
+            seed: int = 0, per_item: float | None = None) -> CacheAnalysis:
+    """Miss ratios of a launch (:class:`~.streams.Launch`, or a spec instance) at the profile's cache levels (see
+    the module's docstring)."""
+    hw = view(profile)
+    order = device_order(profile)
+    kind = backend or hw.backend or "opencl"
+    streams = windows(launch, order, budget, count, kind, per_item)
+    rng = np.random.default_rng(seed)
+    window_len = max((sum(len(x) for x in s.lines) for s in streams), default=0)
+    eff_rate = rate
+    if window_len and window_len * len(streams) * rate / 2 < MIN_SAMPLES:
+        eff_rate = min(1.0, MIN_SAMPLES * 2 / (window_len * len(streams)))
+    private, shared_s = Samples(), Samples()
+    coh, shared_lines = [], []
+    for s in streams:
+        for lines, arrays, writes in zip(s.lines, s.arrays, s.writes):
+            private.add(lines, arrays, eff_rate, rng, writes)
+        lines, arrays, writes = s.merged()
+        shared_s.add(lines, arrays, eff_rate, rng, writes)
+        c, sh = coherence(s)
+        coh.append(c / max(sum(len(x) for x in s.lines), 1))
+        shared_lines.append(sh)
+    priv_d, priv_a = private.all()
+    shared_d, shared_a = shared_s.all()
+    names = streams[0].names
+    accesses = streams[0].accesses_per_group * streams[0].total_groups
+    notes = []
+    if not len(priv_d):
+        raise ValueError("the kernel makes no global access that could be followed")
+    levels = []
+    for name, size in cache_levels(profile):
+        lines_n = max(1, int(size // order.line_bytes))
+        shared = name not in order.private
+        samples = shared_s if shared else private
+        d, a = (shared_d, shared_a) if shared else (priv_d, priv_a)
+        if not len(d):
+            continue
+        ways, sets = geometry(name, size, order)
+        sd = stack_distance_of(d)
+        # a set holds `ways` lines: a line whose set the accesses in between crowd (a power-of-two stride) is
+        # evicted long before the cache is full
+        miss = samples.set_misses(ways, sets, sd) if sets > 1 else sd >= lines_n
+        ratio = float(np.mean(miss))
+        full = float(statstack(d, [lines_n])[0])
+        rnd = float(statcache(d, [lines_n])[0])
+        by_array = {}
+        if miss.any():
+            for i, n in enumerate(names):
+                share = float(np.mean(a[miss] == i))
+                if share > 0:
+                    by_array[n] = share
+        writes = np.concatenate(samples.writes)
+        write_share = float(np.mean(writes[miss])) if miss.any() else 0.0
+        levels.append(Level(name, size, lines_n, shared, ratio, rnd, ratio * accesses, by_array, full, ways, sets,
+                            write_share))
+    if not levels:
+        notes.append("the profile names no cache level: miss ratios are not computed")
+    unknown = sorted({u for s in streams for u in s.unknown})
+    if unknown:
+        notes.append(f"addresses of {', '.join(unknown)} depend on data the spec does not give: left out")
+    return CacheAnalysis(order, levels, accesses, int(len(priv_d) + len(shared_d)), eff_rate, priv_d, shared_d,
+                         priv_a, shared_a, names, len(streams), window_len, float(np.mean(coh)) * accesses,
+                         float(np.mean(shared_lines)), unknown, notes)

@@ -1,0 +1,216 @@
+"""The address stream of a kernel launch as its caches see it, in a modelled execution order.
+
+The max-plus graph builder executes the kernel for one symbolic work-item and evaluates every global access's
+index at chosen work-groups (its integer inputs supply gathers and data-dependent loops); here those work-groups
+are consecutive ones, so their accesses can be laid out in the order the device runs them:
+
+* work-groups are dealt round-robin to the device's compute units (cores, SMs), which run at once;
+* inside a work-group, ``lanes`` work-items advance through the code together: one on a CPU core, which runs a
+  group's work-items as a loop, each to its end before the next; a warp of 32 on an NVIDIA GPU, which issues each
+  access for its 32 threads at once;
+* a unit's private caches (L1, a CPU's L2) see its own stream; the shared last level sees the units' streams
+  interleaved.
+
+A window of the launch (whole work-groups from a point in the grid, as many as fill a budget of accesses) is
+laid out at a time; buffers sit one after another at 4 KiB-aligned addresses. Addresses become line numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler.models.maxplus.builder import build_spec
+from gpuprofiler.profile.hardware import view
+
+PAGE = 4096
+
+
+@dataclass(frozen=True)
+class Order:
+    """How a device runs a launch, as its caches see it."""
+
+    units: int       # compute units running work-groups at once
+    lanes: int       # work-items advancing through the code together (1: a CPU core's loop; 32: a warp)
+    line_bytes: int  # cache line
+    private: tuple[str, ...] = ("L1",)  # cache levels private to a unit; the others are shared
+
+    def describe(self) -> str:
+        how = "one work-item at a time" if self.lanes == 1 else f"warps of {self.lanes} in lock-step"
+        return (f"work-groups round-robin over {self.units} compute unit(s), {how} inside a group, "
+                f"{self.line_bytes}-byte lines")
+
+
+def device_order(profile) -> Order:
+    """The execution order of the profile's device: a GPU's SMs and warps, a CPU's cores running work-items in turn
+    (L1 and L2 private to a core, as on current x86 and Arm cores)."""
+    hw = view(profile)
+    cus = int(hw.compute_units.value) if hw.compute_units.ok else 1
+    if hw.kind == "gpu":
+        return Order(max(cus, 1), int(hw.device_extra("warp_size") or 32), 128, ("L1",))
+    return Order(max(cus, 1), 1, 64, ("L1", "L2"))
+
+
+@dataclass
+class Stream:
+    """A window of a launch's accesses, in execution order: per unit and merged."""
+
+    lines: list[np.ndarray]    # per unit: line numbers in the order that unit touches them
+    arrays: list[np.ndarray]   # per unit: the buffer of each access (index into ``names``)
+    writes: list[np.ndarray]   # per unit: whether each access is a store
+    names: list[str]
+    groups: np.ndarray         # the work-groups laid out
+    total_groups: int
+    accesses_per_group: float
+    unknown: list[str]         # arrays whose addresses depend on data the builder does not have
+
+    def merged(self, with_units: bool = False) -> tuple[np.ndarray, ...]:
+        """The units' streams interleaved in proportion (as a shared cache sees them run at once): lines, buffers,
+        stores (and with ``with_units`` the unit of each access)."""
+        keys = np.concatenate([np.arange(len(x)) / max(len(x), 1) for x in self.lines])
+        order = np.argsort(keys, kind="stable")
+        parts = [self.lines, self.arrays, self.writes]
+        if with_units:
+            parts.append([np.full(len(x), u, dtype=np.int64) for u, x in enumerate(self.lines)])
+        return tuple(np.concatenate(p)[order] for p in parts)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch to analyse: its grid, and how to follow chosen work-groups of it (the graph builder with those
+    groups: every global access at their work-items)."""
+
+    build: Callable[..., Any]  # build(groups, items): the kernel followed at those work-groups' first items
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...] | None
+
+
+def spec_launch(inst, backend: str = "opencl") -> Launch:
+    """The launch of a spec instance, from its OpenCL (or CUDA) source."""
+    return Launch(lambda groups, items=None: build_spec(inst, backend, groups=groups, items=items),
+                  tuple(inst.global_size),
+                  tuple(inst.local_size) if inst.local_size else None)
+
+
+def as_launch(what, backend: str = "opencl") -> Launch:
+    return what if isinstance(what, Launch) else spec_launch(what, backend)
+
+
+def launch_groups(launch) -> int:
+    """Work-groups of a launch (or spec instance)."""
+    local = list(launch.local_size or [min(256, launch.global_size[0])]) + [1, 1, 1]
+    glob = list(launch.global_size) + [1, 1, 1]
+    return int(np.prod([-(-int(g) // int(lsz)) for g, lsz in zip(glob[:3], local[:3])]))
+
+
+def bases(buffers: dict[str, int]) -> dict[str, int]:
+    """Each buffer's base address: one after another, page aligned."""
+    out, at = {}, 0
+    for name, size in buffers.items():
+        out[name] = at
+        at += -(-max(int(size), 1) // PAGE) * PAGE
+    return out
+
+
+def window(launch, order: Order, first_group: int, groups_per_unit: int, backend: str = "opencl",
+           items: int | None = None) -> Stream:
+    """The accesses of ``order.units * groups_per_unit`` consecutive work-groups from ``first_group`` of a launch
+    (or spec instance); of each group only its first ``items`` work-items where given (a group too long to follow
+    whole: its stream's beginning)."""
+    launch = as_launch(launch, backend)
+    total = launch_groups(launch)
+    count = max(1, min(order.units * groups_per_unit, total - first_group))
+    groups = np.arange(first_group, first_group + count, dtype=np.int64)
+    return _assemble(launch, launch.build(groups, items), groups, [groups], order, total)[0]
+
+
+def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarray], order: Order,
+              total: int) -> list[Stream]:
+    """One stream per part (a run of the ``followed`` work-groups the kernel was built at), laid out in ``order``."""
+    sample = kernel.sample
+    accesses = kernel.accesses
+    names = list(kernel.buffers) or sorted({a.array for a in accesses})
+    for a in accesses:
+        if a.array not in names:
+            names.append(a.array)
+    base = bases({n: kernel.buffers.get(n, 0) for n in names})
+    unknown = sorted({a.array for a in accesses if a.addr is None})
+    known = [a for a in accesses if a.addr is not None]
+    per_group = sample.size // len(followed)
+    group_items = int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
+    if not known:
+        empty = [np.zeros(0, np.int64) for _ in range(order.units)]
+        return [Stream(empty, list(empty), [np.zeros(0, bool) for _ in range(order.units)], names, part, total,
+                       0.0, unknown) for part in parts]
+    n_acc = len(known)
+    arr = np.array([names.index(a.array) for a in known], dtype=np.int64)
+    wr = np.array([a.kind == "write" for a in known])
+    lanes = order.lanes if per_group % order.lanes == 0 else 1
+    position = {int(g): i for i, g in enumerate(followed)}
+    out = []
+    for part in parts:
+        at = np.array([position[int(g)] for g in part])
+        cols = (at[:, None] * per_group + np.arange(per_group)[None, :]).ravel()  # the part's lanes
+        line = np.empty((n_acc, len(cols)), dtype=np.int64)
+        active = np.empty((n_acc, len(cols)), dtype=bool)
+        for i, a in enumerate(known):
+            line[i] = (base[a.array] + np.asarray(a.addr, dtype=np.int64)[cols] * a.elem_bytes) // order.line_bytes
+            active[i] = a.active[cols]
+        # (accesses, groups, chunks, lanes) -> per group, per chunk of lanes, per access, the chunk's lanes
+        shape = (n_acc, len(part), per_group // lanes, lanes)
+
+        def lay(x: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(np.broadcast_to(x, (n_acc, len(cols))).reshape(shape).transpose(1, 2, 0, 3))
+
+        line_o, act_o = lay(line), lay(active)
+        arr_o, wr_o = lay(arr[:, None]), lay(wr[:, None])
+        units = min(order.units, len(part))
+        per_unit = [[], [], []]
+        for u in range(units):
+            mine = np.arange(u, len(part), units)
+            keep = act_o[mine].ravel()
+            per_unit[0].append(line_o[mine].ravel()[keep])
+            per_unit[1].append(arr_o[mine].ravel()[keep])
+            per_unit[2].append(wr_o[mine].ravel()[keep])
+        followed_items = max(int(sample.valid.reshape(len(followed), per_group)[at].sum()) / len(part), 1.0)
+        out.append(Stream(*per_unit, names, part, total,
+                          float(active.sum()) / len(part) * max(group_items / followed_items, 1.0), unknown))
+    return out
+
+
+def windows(launch, order: Order, budget: int = 1 << 22, count: int = 3, backend: str = "opencl",
+            per_item: float | None = None) -> list[Stream]:
+    """Up to ``count`` windows spread over the launch (its start, middle, ...), each about ``budget`` accesses, all
+    followed in one pass of the graph builder. Where one work-group per unit already exceeds the budget (a GPU's
+    hundred SMs, a long loop), a window holds as many units as fit: their private levels see the same streams, the
+    shared level fewer of them at once; where one group does, a window is a group's first work-items.
+    ``per_item``: the global accesses of one work-item, where the caller knows them (else a first pass counts)."""
+    launch = as_launch(launch, backend)
+    total = launch_groups(launch)
+    group_items = int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
+    if per_item is None:
+        one = Order(1, order.lanes, order.line_bytes, order.private)
+        probe = window(launch, one, 0, 1, backend, items=order.lanes)  # one work-item (or warp): its accesses
+        per_item = sum(len(x) for x in probe.lines) / max(order.lanes, 1)
+    per_item = max(float(per_item), 1.0)
+    per_group = per_item * group_items
+    items = None
+    if per_group > budget:  # one group is more than the budget: its first work-items, one unit
+        items = max(order.lanes, int(budget / per_item) // order.lanes * order.lanes)
+        units, groups_per_unit = 1, 1
+    else:
+        units = max(1, min(order.units, int(budget // per_group)))
+        groups_per_unit = max(1, int(budget / (per_group * units)))
+    order = Order(units, order.lanes, order.line_bytes, order.private)
+    span = units * groups_per_unit
+    if span >= total:
+        starts = np.array([0])
+    else:
+        starts = np.unique(np.round(np.linspace(0, total - span, count)).astype(np.int64))
+        starts = np.unique(starts - starts % units)  # whole rounds of the units
+    parts = [np.arange(s, min(s + span, total), dtype=np.int64) for s in starts]
+    followed = np.unique(np.concatenate(parts))
+    return _assemble(launch, launch.build(followed, items), followed, parts, order, total)

@@ -1,0 +1,115 @@
+"""The cache-miss law's memory time: the lines a kernel's predicted last-level misses bring from DRAM.
+
+At size n the kernel's address stream is sampled (:mod:`gpuprofiler.models.cache.analysis`): the last level misses
+M(n) lines per launch, which DRAM delivers at the profile's read bandwidth, so memory takes M(n) * line / B seconds.
+The law (:class:`~gpuprofiler.models.fractal.laws.CacheMissLaw`) sets that beside the work law: T = c0 + max(k
+W(n), memory(n)), c0 and k fitted on the small sizes. Where the target's accesses start missing the last level
+while the small sizes' hit (a gathered vector or a working set leaving the cache), the memory time overtakes the
+work the small sizes were fitted to.
+
+The private levels' misses are analysed too (:func:`regime_costs` names a level whose miss ratio jumps at the
+target: a power-of-two stride crowding its sets), but not priced: what an L1 miss costs depends on whether the
+core hides it behind arithmetic (a matrix product's loads: no cost) or stalls on it (a transpose's stores evicting
+each other: 2.5x on this VM's PoCL at 8192^2 against 8000^2), which the profile does not measure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.models.cache.analysis import CacheAnalysis, analyse, cache_levels
+from gpuprofiler.profile.hardware import view
+
+BUDGET = 1 << 20  # accesses per window: enough for the private levels, a fifth of the time of `gpuprofiler cache`
+WINDOWS = 2
+
+
+def level_bandwidths(profile) -> list[float] | None:
+    """Per cache level, the read bandwidth that serves its misses (None without a bandwidth)."""
+    hw = view(profile)
+    levels = cache_levels(profile)
+    dram = hw.figure("bandwidth.read_Bps")
+    curve = hw.bandwidth_curve
+    if not levels or not dram.ok:
+        return None
+    out = []
+    for i, (_, size) in enumerate(levels):
+        if i + 1 == len(levels) or not curve:
+            out.append(dram.value)
+            continue
+        ws = math.sqrt(size * levels[i + 1][1])  # a working set that fits the next level, not this one
+        xs, ys = np.log([p[0] for p in curve]), np.log([p[1] for p in curve])
+        out.append(float(math.exp(np.interp(math.log(ws), xs, ys))))
+    return out
+
+
+@dataclass
+class MissCost:
+    """``cost(n)``: seconds of the launch's memory traffic (its levels' misses) from sampled reuse distances at size
+    n; every analysis kept (:attr:`analyses`) for the warnings."""
+
+    item: Any
+    profile: Any
+    bandwidths: list[float]
+    analyses: dict[int, CacheAnalysis] = field(default_factory=dict)
+    failed: dict[int, str] = field(default_factory=dict)
+
+    def analysis(self, n: int) -> CacheAnalysis | None:
+        n = self.item.valid_size(n)
+        if n not in self.analyses and n not in self.failed:
+            try:
+                self.analyses[n] = analyse(self.item.instantiate(n), self.profile, budget=BUDGET, count=WINDOWS)
+            except (UserError, ValueError) as exc:
+                self.failed[n] = str(exc)
+        return self.analyses.get(n)
+
+    def memory_s(self, n: float) -> float:
+        """Seconds the launch's last-level misses keep DRAM busy (its lines at the profile's read bandwidth)."""
+        a = self.analysis(n)
+        if a is None or not a.levels:
+            return math.nan
+        return a.levels[-1].misses * a.order.line_bytes / self.bandwidths[-1]
+
+    def __call__(self, n: float) -> float:
+        return self.memory_s(n)
+
+
+def miss_cost(item, profile) -> MissCost | None:
+    """The cache-miss law's cost for a kernel spec on the profile's device, or None where it cannot be had (no
+    cache levels or bandwidth in the profile, an app)."""
+    from gpuprofiler.workloads.spec import KernelSpec
+
+    if not isinstance(item, KernelSpec) or profile is None:
+        return None
+    bws = level_bandwidths(profile)
+    if not bws:
+        return None
+    return MissCost(item, profile, bws)
+
+
+def regime_costs(cost: MissCost, small: list[int], target: int, law_gap_s: float | None) -> list[str]:
+    """A warning per level whose miss ratio at the target is well past the small sizes' (what the crossing costs:
+    ``law_gap_s``, the cache-miss law's prediction minus the work law's)."""
+    at_target = cost.analysis(target)
+    seen = [cost.analysis(s) for s in small]
+    seen = [a for a in seen if a is not None]
+    if at_target is None or not seen:
+        return []
+    out = []
+    for i, lv in enumerate(at_target.levels):
+        before = max(a.levels[i].miss_ratio for a in seen if i < len(a.levels))
+        if lv.miss_ratio > max(2 * before, before + 0.05):
+            arrays = ", ".join(n for n, s in sorted(lv.by_array.items(), key=lambda x: -x[1]) if s > 0.2)
+            gap = f": {law_gap_s:+.3g} s over the work law" if law_gap_s is not None else ""
+            out.append(f"target {target}: {lv.name} miss ratio {before:.2f} at the small sizes -> {lv.miss_ratio:.2f} "
+                       f"at the target ({arrays or 'several arrays'}){gap}")
+    return out
+
+
+Cost = Callable[[float], float]

@@ -1,0 +1,91 @@
+"""Address streams of real kernels in a modelled execution order, and StatStack on them against exact LRU."""
+
+import numpy as np
+import pytest
+from conftest import H100_PROFILE, KERNELS, POCL_PROFILE
+
+from gpuprofiler.models.cache.analysis import analyse, cache_levels
+from gpuprofiler.models.cache.reuse import lru_miss_ratio, reuse_distances
+from gpuprofiler.models.cache.statcache import statstack
+from gpuprofiler.models.cache.streams import Order, device_order, launch_groups, window
+from gpuprofiler.profile.file import load_profile
+from gpuprofiler.workloads.spec import load_spec
+
+ONE_CORE = Order(units=1, lanes=1, line_bytes=64)
+
+
+def inst(name, size):
+    return load_spec(KERNELS / f"{name}.toml").instantiate(size)
+
+
+def test_vadd_stream_is_each_work_item_in_turn():
+    s = window(inst("vadd", 4096), ONE_CORE, 0, 2)
+    lines, arrays = s.lines[0], s.arrays[0]
+    names = s.names
+    # work-item 0 reads a[0], b[0] then writes c[0]; work-item 1 the next elements: 16 floats per 64-byte line
+    assert [names[a] for a in arrays[:6]] == ["a", "b", "c", "a", "b", "c"]
+    assert len(lines) == 2 * 256 * 3 and len(np.unique(lines)) == 3 * 512 // 16
+    assert s.accesses_per_group == 3 * 256 and s.total_groups == 16
+
+
+def test_work_groups_are_dealt_round_robin_and_warps_issue_together():
+    two = Order(units=2, lanes=1, line_bytes=64)
+    s = window(inst("vadd", 4096), two, 0, 2)
+    assert len(s.lines) == 2 and len(s.lines[0]) == len(s.lines[1]) == 2 * 256 * 3
+    first_a = s.lines[1][0]  # unit 1 starts with work-group 1: element 256 of a, line 16 of a
+    assert first_a - s.lines[0][0] == 256 * 4 // 64
+    warp = Order(units=1, lanes=32, line_bytes=128)
+    w = window(inst("vadd", 4096), warp, 0, 1)
+    # a warp's 32 reads of a, then its 32 reads of b: 128 bytes each, one line apiece
+    assert len(np.unique(w.lines[0][:32])) == 1 and w.lines[0][0] != w.lines[0][32]
+
+
+def test_gathers_follow_the_spec_inputs():
+    spmv = inst("spmv_csr", 65536)
+    s = window(spmv, ONE_CORE, 0, 4)
+    x = s.names.index("x")
+    gathered = s.lines[0][s.arrays[0] == x]
+    assert len(gathered) == 4 * 256 * 8 and not s.unknown
+    # random columns: the gathered lines spread over the whole vector
+    assert np.ptp(gathered) > 0.8 * 65536 * 4 // 64
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,size", [("matmul_naive", 128), ("transpose_naive", 1 << 22), ("stencil5", 1 << 22),
+                                       ("spmv_csr", 1 << 20)])
+def test_statstack_on_real_kernel_streams_matches_exact_lru(name, size):
+    probe = window(inst(name, size), ONE_CORE, 0, 1)
+    s = window(inst(name, size), ONE_CORE, 0, int(np.ceil(2_000_000 / probe.accesses_per_group)))
+    lines = s.lines[0]
+    assert len(lines) > 1_500_000
+    rng = np.random.default_rng(1)
+    half = len(lines) // 2
+    pick = np.flatnonzero(rng.random(half) < 1e-3)
+    d = reuse_distances(lines)[pick].astype(float)
+    d[d < 0] = np.inf
+    sizes = [256, 1024, 4096, 16384]
+    exact = lru_miss_ratio(lines, sizes)
+    est = statstack(d, sizes)
+    assert np.all(np.abs(est - exact) <= 0.03), (name, exact, est)
+
+
+def test_analysis_names_levels_and_the_arrays_that_miss():
+    prof = load_profile(POCL_PROFILE)
+    res = analyse(inst("transpose_naive", 1 << 20), prof, rate=1e-2)
+    assert [lv.name for lv in res.levels] == [name for name, _ in cache_levels(prof)]
+    assert res.order == device_order(prof) and res.samples > 1000
+    assert all(0 <= lv.miss_ratio <= 1 and 0 <= lv.miss_ratio_random <= 1 for lv in res.levels)
+    # ratios do not grow with the cache; every array's share of a level's misses adds up to all of them
+    ratios = [lv.miss_ratio for lv in res.levels]
+    assert ratios == sorted(ratios, reverse=True)
+    assert all(sum(lv.by_array.values()) == pytest.approx(1.0) for lv in res.levels if lv.miss_ratio > 0)
+    assert res.accesses == pytest.approx(2 * (1 << 20), rel=0.01)
+    # the vector spmv gathers at random misses far more than the streamed matrix
+    spmv = analyse(inst("spmv_csr", 1 << 20), prof, rate=1e-2)
+    assert spmv.levels[0].by_array["x"] > 0.6
+
+
+def test_a_gpu_order_from_the_h100_profile():
+    order = device_order(load_profile(H100_PROFILE))
+    assert order.lanes == 32 and order.units > 100 and order.line_bytes == 128
+    assert launch_groups(inst("vadd", 1 << 20)) == 4096
