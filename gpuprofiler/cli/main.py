@@ -14,6 +14,7 @@ from gpuprofiler.cli import (
     devices,
     export,
     extrapolate,
+    loops,
     maxplus,
     measure,
     pipeline,
@@ -23,7 +24,7 @@ from gpuprofiler.cli import (
 from gpuprofiler.errors import DeviceError, GpuProfilerError
 
 # one module per command, in the order `gpuprofiler --help` lists them
-COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, validate)
+COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, loops, validate)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -32,6 +32,13 @@ def add_parser(sub) -> None:
                    help="the paper's graphs (vadd's Z1/Z2/Z3 by --model; Table 1's fork and chain), symbolic only")
     p.add_argument("--correction", metavar="FILE", help="also give the prediction times the learned correction in "
                                                       "FILE (written by `validate --fit-correction`; overlap model)")
+    p.add_argument("--no-cache", action="store_true", help="overlap model: DRAM and cache traffic from the footprint "
+                                                           "and reuse rules, not from the sampled address stream's "
+                                                           "predicted misses (`gpuprofiler cache`)")
+    p.add_argument("--count-loops", action="store_true",
+                   help="first count the kernel's loops on the device (--device, default: the default device) at --size "
+                        "(`gpuprofiler loops`) and unroll the ones the builder cannot count (a while loop, a bound "
+                        "read from memory) that many times")
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")
     p.add_argument("--explain", action="store_true", help="print the graph, its matrix, height and symbolic time")
     p.set_defaults(func=run)
@@ -65,10 +72,21 @@ def run(args: argparse.Namespace) -> int:
     choice = find_profile(args, required=True)
     from gpuprofiler.profile.hardware import view
 
-    kernel = build_spec(inst, args.backend or view(choice.profile).backend or "opencl")
+    kind = args.backend or view(choice.profile).backend or "opencl"
+    trips = _count_loops(args, spec) if args.count_loops else None
+    kernel = build_spec(inst, kind, trips=trips)
     params = parameters(choice.profile, kernel, args.n, args.line_bytes)
     work_items = math.prod(inst.global_size)
-    pred = predict(kernel, params, work_items, args.size, args.model, args.batches)
+    misses = None
+    if args.model == "overlap" and not args.no_cache:
+        from gpuprofiler.models.cache.analysis import analyse
+        from gpuprofiler.models.cache.streams import spec_launch
+
+        try:
+            misses = analyse(spec_launch(inst, kind, trips), choice.profile, budget=1 << 21, count=2, backend=kind)
+        except (UserError, ValueError) as exc:
+            warn(f"no cache analysis ({exc}): DRAM and cache traffic from the footprint and reuse rules")
+    pred = predict(kernel, params, work_items, args.size, args.model, args.batches, misses)
     d = pred.details
     if args.explain:
         d["symbolic"] = total_text(kernel, d["model"], d["batches"])
@@ -138,3 +156,18 @@ def _example(args: argparse.Namespace) -> int:
     print(explain(kernel, model))
     print(f"\ntime: {text}")
     return 0
+
+
+def _count_loops(args: argparse.Namespace, spec) -> dict[int, float]:
+    """Iterations per entry of every loop of the kernel, counted on the device at --size, by source line."""
+    from gpuprofiler.cli.common import progress
+    from gpuprofiler.device import open_backend
+    from gpuprofiler.workloads.loops import profile_loops
+
+    backend = open_backend(args.device)
+    try:
+        progress(f"counting {spec.name}'s loops on {backend.info.id} at {spec.size}={args.size}")
+        prof = profile_loops(backend, spec, args.size)
+    finally:
+        backend.close()
+    return {c.loop.line: c.per_entry for c in prof.loops if c.entries}

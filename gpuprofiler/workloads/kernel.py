@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -25,17 +25,20 @@ class PreparedKernel:
     kernel: Kernel
     host: dict[str, Any]
     buffers: dict[str, Buffer]
+    extra: list[Any] = field(default_factory=list)  # arguments after the spec's (an instrumented kernel's counters)
 
     def args(self) -> list[Any]:
-        return [self.buffers.get(a.name, self.host[a.name]) for a in self.instance.spec.args]
+        return [self.buffers.get(a.name, self.host[a.name]) for a in self.instance.spec.args] + list(self.extra)
 
 
 def prepare(backend: Backend, spec: KernelSpec, size: int, seed: int = 0,
-            overrides: dict[str, Any] | None = None) -> PreparedKernel:
+            overrides: dict[str, Any] | None = None, source_text: str | None = None) -> PreparedKernel:
+    """Compile the spec's kernel (or ``source_text`` in its place) and upload its inputs at ``size``."""
     instance = spec.instantiate(size, overrides)
     check_fits(backend, instance)
     source = spec.source_for(backend.kind)
-    kernel = backend.compile(source.read_text(), spec.kernel, instance.defines)
+    kernel = backend.compile(source_text if source_text is not None else source.read_text(), spec.kernel,
+                             instance.defines)
     host = instance.make_args(np.random.default_rng(seed))
     buffers = {a.name: backend.to_device(host[a.name])[0] for a in spec.args if not a.is_scalar}
     return PreparedKernel(instance, kernel, host, buffers)

@@ -88,9 +88,9 @@ class Launch:
     local_size: tuple[int, ...] | None
 
 
-def spec_launch(inst, backend: str = "opencl") -> Launch:
-    """The launch of a spec instance, from its OpenCL (or CUDA) source."""
-    return Launch(lambda groups, items=None: build_spec(inst, backend, groups=groups, items=items),
+def spec_launch(inst, backend: str = "opencl", trips: dict[int, float] | None = None) -> Launch:
+    """The launch of a spec instance, from its OpenCL (or CUDA) source (``trips``: loop counts by source line)."""
+    return Launch(lambda groups, items=None: build_spec(inst, backend, groups=groups, items=items, trips=trips),
                   tuple(inst.global_size),
                   tuple(inst.local_size) if inst.local_size else None)
 

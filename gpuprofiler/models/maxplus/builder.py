@@ -122,6 +122,7 @@ class Builder:
     arrays: dict[str, Array] = field(default_factory=dict)
     executed: int = 0
     global_size: list[int] | None = None
+    trips: dict[int, float] = field(default_factory=dict)  # source line -> iterations per entry, as counted
 
     def __post_init__(self) -> None:
         self.mask = np.ones(self.sample.size, dtype=bool)
@@ -370,7 +371,7 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
           filename: str = "kernel", defines: dict[str, Any] | None = None, global_size: list[int] | None = None,
           contents: dict[str, Callable[[np.ndarray], np.ndarray]] | None = None,
           buffers: dict[str, int] | None = None, groups: np.ndarray | None = None,
-          items: int | None = None) -> Kernel:
+          items: int | None = None, trips: dict[int, float] | None = None) -> Kernel:
     """The max-plus graph of ``kernel_name`` for one work-item, at the given scalar arguments.
 
     ``global_size`` spreads the sampled work-groups over the grid (else the first group only); ``contents``
@@ -378,7 +379,9 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
     followed with them); ``buffers`` the bytes of each array argument (memory footprints). With ``groups`` (linear
     work-group numbers) exactly those work-groups are followed and every global access is kept, with its
     addresses at each of their work-items (their first ``items``, where given), in ``Kernel.accesses`` (the address
-    stream of :mod:`gpuprofiler.models.cache.streams`); the request figures are then not computed."""
+    stream of :mod:`gpuprofiler.models.cache.streams`); the request figures are then not computed. ``trips`` gives
+    loops the builder cannot count (a while loop, a bound read from memory the launch does not give) the iterations
+    per entry the loop profiler counted on the device, by source line."""
     ast, local_arrays, local_params = parse(source, filename, defines)
     funcs = [e for e in ast.ext if isinstance(e, c_ast.FuncDef) and e.decl.name == kernel_name]
     if not funcs:
@@ -395,7 +398,7 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
     b = Builder(filename, scalars, sizes, {name: (elem, tuple(_extent(d, filename) for d in dims))
                                            for name, (elem, dims) in local_arrays.items()},
                 make_sample(glob, sizes, groups=groups, items=items), dict(contents or {}), notes=notes,
-                global_size=glob)
+                global_size=glob, trips=dict(trips or {}))
     interp = Interpreter(b, c_ast, {e.decl.name: e for e in ast.ext if isinstance(e, c_ast.FuncDef)})
     for p in (fn.decl.type.args.params if fn.decl.type.args else []):
         interp.declare_param(p, local_params)
@@ -425,7 +428,7 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
 
 
 def build_spec(spec_instance, backend: str = "opencl", groups: np.ndarray | None = None,
-               items: int | None = None) -> Kernel:
+               items: int | None = None, trips: dict[int, float] | None = None) -> Kernel:
     """The graph of a kernel spec at its instantiated size, from its OpenCL (or CUDA) source, with the spec's
     integer inputs as the data of data-dependent loops and gathers, and its arrays' sizes as footprints (with
     ``groups``, those work-groups' address streams: :func:`build`)."""
@@ -439,7 +442,7 @@ def build_spec(spec_instance, backend: str = "opencl", groups: np.ndarray | None
     contents = {a.name: spec_instance.elements(a.name) for a in arrays if a.dtype.kind in "iu"}
     buffers = {a.name: int(np.prod(spec_instance.shapes[a.name])) * a.dtype.itemsize for a in arrays}
     return build(text, spec.kernel, spec_instance.scalars, spec_instance.local_size, str(path),
-                 spec_instance.defines, spec_instance.global_size, contents, buffers, groups, items)
+                 spec_instance.defines, spec_instance.global_size, contents, buffers, groups, items, trips)
 
 
 class Interpreter:
@@ -608,9 +611,13 @@ class Interpreter:
         while True:
             if s.cond is not None:
                 cond = self.expr(s.cond)
+                if isinstance(cond, Data) and self.counted(s):
+                    self.unroll_counted(s, s.stmt, s.next)
+                    return
                 if isinstance(cond, Data):
                     raise self.b.error(s, "the loop's trip count depends on data read from memory, in a loop the "
-                                          "builder cannot count (write it as for (v = a; v < b; v += c))")
+                                          "builder cannot count (write it as for (v = a; v < b; v += c), or count "
+                                          "it on the device: `gpuprofiler maxplus --count-loops`)")
                 value = _truth_value(cond)
                 if value is None:
                     what = (", ".join(sorted(str(x) for x in ix.as_sympy(cond).free_symbols))
@@ -655,12 +662,32 @@ class Interpreter:
         finally:
             self.b.mask = saved
 
+    def counted(self, s) -> bool:
+        """Whether the loop profiler counted this loop (its source line)."""
+        return getattr(s.coord, "line", None) in self.b.trips
+
+    def unroll_counted(self, s, body, step=None) -> None:
+        """A loop the builder cannot count, unrolled for the iterations per entry the loop profiler counted on
+        the device."""
+        per_entry = float(self.b.trips[s.coord.line])
+        passes = int(round(per_entry))
+        self.b.note(s, f"loop counted on the device: {per_entry:.4g} iterations per entry; the graph unrolls {passes}")
+        for _ in range(passes):
+            self.stmt(body)
+            if step is not None:
+                self.stmt(step)
+
     def while_loop(self, s) -> None:
+        if self.counted(s):
+            self.unroll_counted(s, s.stmt)
+            return
         cond = self.expr(s.cond)
         if isinstance(cond, Data):
             raise self.b.error(s, "the loop's trip count depends on data read from memory: the max-plus model "
-                                  "needs loops it can count (write it as for (v = a; v < b; v += c))")
-        raise self.b.error(s, "while loops are not unrolled: write a for loop with a fixed trip count")
+                                  "needs loops it can count (write it as for (v = a; v < b; v += c), or count it on "
+                                  "the device: `gpuprofiler maxplus --count-loops`)")
+        raise self.b.error(s, "while loops are not unrolled: write a for loop with a fixed trip count (or count it "
+                              "on the device: `gpuprofiler maxplus --count-loops`)")
 
     # ---- expressions --------------------------------------------------------------------------
     def expr(self, e):

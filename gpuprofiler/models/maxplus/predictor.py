@@ -9,6 +9,7 @@ from typing import Any, Sequence
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
 from gpuprofiler.models.cache.analysis import analyse
+from gpuprofiler.models.cache.streams import spec_launch
 from gpuprofiler.models.identity import spec_code
 from gpuprofiler.models.maxplus.builder import BuildError, build, build_spec, parameter_names
 from gpuprofiler.models.maxplus.models import DEFAULT_MODEL, MODELS, parameters, predict
@@ -28,20 +29,23 @@ class MaxPlusPredictor(Predictor):
     (bytes a strided access fetches; 64 on a CPU, 32 on a GPU when None), ``backend`` (which source of the
     spec to read; the profile's API when None), ``cache`` (the overlap model's DRAM and cache traffic from the
     kernel's sampled address stream's predicted misses, :mod:`gpuprofiler.models.cache`; else the footprint and
-    reuse rules).
+    reuse rules), ``trips`` (iterations per entry of loops the builder cannot count, by source line, as the loop
+    profiler counted them on the device: :func:`gpuprofiler.workloads.loops.profile_loops`).
     """
 
     name = "maxplus"
     description = "max-plus model of the kernel's data graph, timed with the profile (Antonyuk & Mikheev)"
 
     def __init__(self, model: str = DEFAULT_MODEL, batches: str | None = None, n: int | None = None,
-                 line_bytes: int | None = None, backend: str | None = None, cache: bool = True):
+                 line_bytes: int | None = None, backend: str | None = None, cache: bool = True,
+                 trips: dict[int, float] | None = None):
         self.model = model
         self.batches = batches
         self.n = n
         self.line_bytes = line_bytes
         self.backend = backend
         self.cache = cache
+        self.trips = trips
 
     def applies_to(self, item: Any, profile: Any) -> Applicability:
         if not isinstance(item, (KernelSpec, App)):
@@ -91,7 +95,8 @@ class MaxPlusPredictor(Predictor):
         """The launch's cache analysis (None where its accesses cannot be followed: the rules apply)."""
         per_item = sum(1 for g in kernel.fragments for a in g.arcs if a.kind in ("read", "write"))
         try:
-            return analyse(inst, self.profile_, budget=1 << 21, count=2, backend=self.kind_, per_item=per_item)
+            return analyse(spec_launch(inst, self.kind_, self.trips), self.profile_, budget=1 << 21, count=2,
+                           backend=self.kind_, per_item=per_item)
         except (UserError, ValueError):
             return None
 
@@ -99,7 +104,7 @@ class MaxPlusPredictor(Predictor):
         """The spec instance and kernel graph at ``size`` (built once per size)."""
         if size not in self.graphs_:
             inst = self.spec_.instantiate(size)
-            self.graphs_[size] = (inst, build_spec(inst, self.kind_))
+            self.graphs_[size] = (inst, build_spec(inst, self.kind_, trips=self.trips))
         return self.graphs_[size]
 
     def predict(self, sizes: Sequence[int]) -> list[Prediction]:
