@@ -97,15 +97,17 @@ NEAR = 4096  # reuses at most this many accesses away have their same-set distin
 
 def sample_distances(lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator):
     """Forward reuse distances (inf: not reused in the rest of the window), buffers, lines and positions of a
-    random sample of the first half of the stream."""
+    random sample of the first half of the stream, and the positions of every access of that half that is not
+    reused (counted exactly, not sampled: the cold share needs no estimate)."""
     half = len(lines) // 2
     if half == 0:
-        return np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        empty = np.zeros(0, np.int64)
+        return np.zeros(0), empty, empty, empty, empty
     pick = np.flatnonzero(rng.random(half) < rate)
-    rd = reuse_distances(lines).astype(float)
-    d = rd[pick]
+    rd = reuse_distances(lines)
+    d = rd[pick].astype(float)
     d[d < 0] = np.inf
-    return d, arrays[pick], lines[pick], pick
+    return d, arrays[pick], lines[pick], pick, np.flatnonzero(rd[:half] < 0)
 
 
 @dataclass
@@ -120,11 +122,17 @@ class Samples:
     streams: list[np.ndarray] = field(default_factory=list)
     distinct: list[np.ndarray] = field(default_factory=list)
     writes: list[np.ndarray] = field(default_factory=list)
+    population: int = 0                      # accesses the samples were drawn from
+    cold_arrays: list[np.ndarray] = field(default_factory=list)  # buffer of each of them not reused
+    cold_writes: list[np.ndarray] = field(default_factory=list)
 
     def add(self, lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator,
             writes: np.ndarray | None = None) -> None:
-        d, a, ln, pos = sample_distances(lines, arrays, rate, rng)
+        d, a, ln, pos, cold = sample_distances(lines, arrays, rate, rng)
         self.writes.append(writes[pos] if writes is not None else np.zeros(len(d), bool))
+        self.population += len(lines) // 2
+        self.cold_arrays.append(arrays[cold])
+        self.cold_writes.append(writes[cold] if writes is not None else np.zeros(len(cold), bool))
         self.distances.append(d)
         self.arrays.append(a)
         self.lines.append(ln)
@@ -134,6 +142,35 @@ class Samples:
 
     def all(self) -> tuple[np.ndarray, np.ndarray]:
         return np.concatenate(self.distances), np.concatenate(self.arrays)
+
+    @property
+    def cold(self) -> float:
+        """The exact share of the sampled population that is not reused within its window."""
+        return sum(len(c) for c in self.cold_arrays) / max(self.population, 1)
+
+    def misses(self, miss: np.ndarray, names: list[str]) -> tuple[float, dict[str, float], float]:
+        """Miss ratio, each buffer's share of the misses and the stores' share, from the samples' verdicts ``miss``:
+        the reused accesses' misses estimated from the sample, the never reused (always missing) counted exactly
+        (stratified: the cold share, which decides a streaming kernel's traffic, carries no sampling error)."""
+        d = np.concatenate(self.distances)
+        a = np.concatenate(self.arrays)
+        w = np.concatenate(self.writes)
+        reused = np.isfinite(d)
+        cold = self.cold
+        per_reused = (1.0 - cold) / max(int(reused.sum()), 1)  # each reused sample's share of the accesses
+        hot = miss & reused
+        ca, cw = np.concatenate(self.cold_arrays), np.concatenate(self.cold_writes)
+        pop = max(self.population, 1)
+        ratio = cold + per_reused * int(hot.sum())
+        if ratio <= 0:
+            return 0.0, {}, 0.0
+        by_array = {}
+        for i, n in enumerate(names):
+            share = (np.count_nonzero(ca == i) / pop + per_reused * np.count_nonzero(hot & (a == i))) / ratio
+            if share > 0:
+                by_array[n] = float(share)
+        write_share = (np.count_nonzero(cw) / pop + per_reused * np.count_nonzero(hot & w)) / ratio
+        return float(ratio), by_array, float(write_share)
 
     def set_misses(self, ways: int, sets: int, sd: np.ndarray) -> np.ndarray:
         """Per sample, whether a cache of ``sets`` sets of ``ways`` lines (LRU in each set) misses its next use: the
@@ -230,17 +267,9 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
         # a set holds `ways` lines: a line whose set the accesses in between crowd (a power-of-two stride) is
         # evicted long before the cache is full
         miss = samples.set_misses(ways, sets, sd) if sets > 1 else sd >= lines_n
-        ratio = float(np.mean(miss))
-        full = float(statstack(d, [lines_n])[0])
-        rnd = float(statcache(d, [lines_n])[0])
-        by_array = {}
-        if miss.any():
-            for i, n in enumerate(names):
-                share = float(np.mean(a[miss] == i))
-                if share > 0:
-                    by_array[n] = share
-        writes = np.concatenate(samples.writes)
-        write_share = float(np.mean(writes[miss])) if miss.any() else 0.0
+        ratio, by_array, write_share = samples.misses(miss, names)
+        full = float(statstack(d, [lines_n], cold=samples.cold)[0])
+        rnd = float(statcache(d, [lines_n], cold=samples.cold)[0])
         levels.append(Level(name, size, lines_n, shared, ratio, rnd, ratio * accesses, by_array, full, ways, sets,
                             write_share))
     if not levels:

@@ -31,17 +31,26 @@ def _clean(distances) -> np.ndarray:
     return np.where(np.isfinite(d) & (d >= 0), d, np.inf)
 
 
-def statcache(distances, cache_lines) -> np.ndarray:
-    """Random-replacement miss ratio for each cache size (lines) from sampled reuse distances."""
+def _cold_share(d: np.ndarray, cold: float | None) -> tuple[float, float]:
+    """The share of accesses never reused (the sample's own, or ``cold`` where it was counted exactly) and the
+    weight of one reused sample."""
+    finite = int(np.isfinite(d).sum())
+    share = 1.0 - finite / len(d) if cold is None else float(cold)
+    return share, (1.0 - share) / max(finite, 1)
+
+
+def statcache(distances, cache_lines, cold: float | None = None) -> np.ndarray:
+    """Random-replacement miss ratio for each cache size (lines) from sampled reuse distances (``cold``: the exact
+    share of accesses never reused, where it was counted rather than sampled)."""
     d = _clean(distances)
     finite = d[np.isfinite(d)]
-    cold = 1.0 - len(finite) / len(d)
+    cold, weight = _cold_share(d, cold)
     out = []
     for lines in np.atleast_1d(cache_lines):
         keep = math.log1p(-1.0 / max(float(lines), 1.0 + 1e-12)) if lines > 1 else -np.inf
 
         def excess(r: float) -> float:
-            return cold + float(np.sum(-np.expm1(keep * r * finite))) / len(d) - r
+            return cold + float(np.sum(-np.expm1(keep * r * finite))) * weight - r
 
         lo, hi = 0.0, 1.0  # excess(0) = cold >= 0, excess(1) <= 0: bisect for the largest root
         if excess(hi) >= 0:
@@ -115,9 +124,13 @@ def stack_distance_of(distances) -> np.ndarray:
     return out
 
 
-def statstack(distances, cache_lines) -> np.ndarray:
-    """LRU miss ratio for each cache size (lines) from sampled reuse distances."""
-    return np.array([float(np.mean(miss_probability(distances, float(lines))))
+def statstack(distances, cache_lines, cold: float | None = None) -> np.ndarray:
+    """LRU miss ratio for each cache size (lines) from sampled reuse distances (``cold`` as in :func:`statcache`)."""
+    d = _clean(distances)
+    share, weight = _cold_share(d, cold)
+    reused = int(np.isfinite(d).sum())
+    # miss_probability lists the reused samples first (sorted order), then the never reused
+    return np.array([share + weight * float(np.sum(miss_probability(d, float(lines))[:reused]))
                      for lines in np.atleast_1d(cache_lines)])
 
 

@@ -193,8 +193,8 @@ def windows(launch, order: Order, budget: int = 1 << 22, count: int = 3, backend
     group_items = int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
     if per_item is None:
         one = Order(1, order.lanes, order.line_bytes, order.private)
-        probe = window(launch, one, 0, 1, backend, items=order.lanes)  # one work-item (or warp): its accesses
-        per_item = sum(len(x) for x in probe.lines) / max(order.lanes, 1)
+        probe = window(launch, one, 0, 1, backend, items=order.lanes)  # a warp's worth of work-items: their accesses
+        per_item = probe.accesses_per_group / max(group_items, 1)
     per_item = max(float(per_item), 1.0)
     per_group = per_item * group_items
     items = None

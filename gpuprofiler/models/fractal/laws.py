@@ -307,6 +307,8 @@ def loo_score(errors: list[float]) -> tuple[float, float]:
     return score, se
 
 
+FITS = 0.10  # a law whose leave-one-out error on the small sizes is within this fits them
+
 # simplest first: the one-standard-error rule picks the first whose score is within one SE of the best
 SIMPLICITY = ("work", "fractal", "cache-aware", "overhead", "two-term")
 
@@ -360,7 +362,10 @@ def choose(sizes, samples, c0: float | None = None, working_set=None,
         margin = max(ses.get("work", 0.0) if math.isfinite(ses.get("work", math.inf)) else 0.0,
                      repeat_spread(samples))
         best_phys = min(scores[n] for n in physical)
-        chosen = next(n for n in physical if scores[n] <= best_phys + margin + 1e-9)
+        # the cache-miss law knows what the small sizes cannot show (a buffer leaving a cache at the target): where
+        # it fits them (leave-one-out error within FITS), it is kept even if the work law fits them more closely
+        chosen = next(n for n in physical if scores[n] <= max(best_phys + margin, FITS if n == "cache-miss" else 0)
+                      + 1e-9)
         limit = max(limit, scores[chosen] + 1e-9)
     else:
         chosen = next(n for n in SIMPLICITY if n in scores and scores[n] <= limit)
@@ -470,11 +475,12 @@ class WorkLaw(ScalingModel):
 
 
 class CacheMissLaw(ScalingModel):
-    """T = c0 + max(k W(n), M(n)): the work law, unless the seconds the kernel's predicted cache misses keep the
-    memory busy (M, :class:`gpuprofiler.models.fractal.misses.MissCost`, from the profile's bandwidths, not fitted)
-    take longer. c0 >= 0 and k by least squares in absolute time, as the work law; where the small sizes are all
-    work-bound this is the work law fitted to them, and M takes over at a target whose accesses miss where theirs
-    hit."""
+    """T = c0 + max(k W(n), s M(n)): the work law, unless the time the kernel's predicted cache misses keep the
+    memory busy (M, :class:`gpuprofiler.models.fractal.misses.MissCost`, from the profile's bandwidths) is longer.
+    Where every small size is work-bound this is the work law fitted to them (s = 1: the profile's bandwidth), and
+    M takes over at a target whose accesses miss where theirs hit. Where M binds at some small sizes, its scale s
+    is fitted with c0 and k (least squares in absolute time, c0 >= 0): the sizes that are memory-bound say how fast
+    this kernel's misses are served."""
 
     name = "cache-miss"
     costly = True  # each size it is evaluated at is an analysis of the kernel's address stream
@@ -482,49 +488,48 @@ class CacheMissLaw(ScalingModel):
     def __init__(self, work, memory):
         self.work, self.memory = work, memory
 
-    def _model(self, c0: float, k: float, w: np.ndarray, m: np.ndarray) -> np.ndarray:
-        return c0 + np.maximum(k * w, m)
+    @staticmethod
+    def _model(c0: float, k: float, s: float, w: np.ndarray, m: np.ndarray) -> np.ndarray:
+        return c0 + np.maximum(k * w, s * m)
 
     def _fit(self, n, t):
         w = np.array([float(self.work(v)) for v in n])
         m = np.array([float(self.memory(v)) for v in n])
         if not (np.all(np.isfinite(w)) and np.all(np.isfinite(m))) or not np.any(w > 0):
             raise ValueError("cache-miss law: no work or memory time at some size")
-
-        def fit_c0(k: float) -> tuple[float, float]:
-            base = np.maximum(k * w, m)
-            c0 = max(float(np.mean(t - base)), 0.0)
-            return c0, float(np.sum((c0 + base - t) ** 2))
-
         work_law = WorkLaw(self.work)
         work_law._fit(n, t)
         c0, k = (float(v) for v in work_law.coef_)
-        if np.any(m > k * w):  # memory binds at some small size: search k with the max in place
-            ks = np.geomspace(max(float(np.min(t / np.maximum(w, 1e-300))) * 1e-3, 1e-300),
-                              float(np.max(t / np.maximum(w, 1e-300))) * 2, 400)
-            errs = [fit_c0(kk)[1] for kk in ks]
-            i = int(np.argmin(errs))
-            res = optimize.minimize_scalar(lambda lk: fit_c0(math.exp(lk))[1],
-                                           bounds=(math.log(ks[max(i - 1, 0)]), math.log(ks[min(i + 1, len(ks) - 1)])),
-                                           method="bounded")
-            k = math.exp(res.x)
-            c0, _ = fit_c0(k)
+        s = 1.0
+        if np.any(m > k * w):  # memory binds at some small size: fit its scale too
+            def resid(p):
+                return (self._model(p[2], math.exp(p[0]), math.exp(p[1]), w, m) - t) / t.max()
+
+            starts = [(math.log(max(k, 1e-300)), math.log(max(float(np.min(t / np.maximum(m, 1e-300))), 1e-300)),
+                       0.0), (math.log(max(k, 1e-300)), 0.0, min(c0, float(t.min())))]
+            best = None
+            for x0 in starts:
+                res = optimize.least_squares(resid, x0, bounds=([-np.inf, -np.inf, 0.0],
+                                                                [np.inf, np.inf, float(t.min())]))
+                if best is None or res.cost < best.cost:
+                    best = res
+            k, s, c0 = math.exp(best.x[0]), math.exp(best.x[1]), float(best.x[2])
         if k <= 0:
             raise ValueError("cache-miss law: time does not grow with the work")
-        self.coef_ = np.array([c0, k])
-        fitted = self._model(c0, k, w, m)
+        self.coef_ = np.array([c0, k, s])
+        fitted = self._model(c0, k, s, w, m)
         wts = t / t.sum()
-        self.s2_rel_ = float(np.sum(wts * ((fitted - t) / t) ** 2) * len(n) / max(len(n) - 2, 1))
-        # the fit's own uncertainty: the work-bound sizes' relative scatter over how many there are
-        bound = max(int(np.sum(k * w >= m)), 1)
+        self.s2_rel_ = float(np.sum(wts * ((fitted - t) / t) ** 2) * len(n) / max(len(n) - 3, 1))
+        # the fit's own uncertainty: the relative scatter over how many sizes pin the binding term
+        bound = max(int(np.sum(k * w >= s * m)), int(np.sum(k * w < s * m)), 1)
         self.fit_var_ = self.s2_rel_ / bound
 
     def _predict(self, size):
-        c0, k = self.coef_
+        c0, k, s = self.coef_
         w, m = float(self.work(size)), float(self.memory(size))
-        value = c0 + max(k * w, m)
+        value = c0 + max(k * w, s * m)
         if not (math.isfinite(value) and value > 0):
             return float("nan"), float("inf"), {}
-        return value, math.sqrt(self.s2_rel_ + self.fit_var_), {"c0": float(c0), "k": float(k),
-                                                                "memory_s": m, "work_s": k * w,
-                                                                "bound": "memory" if m > k * w else "work"}
+        return value, math.sqrt(self.s2_rel_ + self.fit_var_), {"c0": float(c0), "k": float(k), "memory_scale": s,
+                                                                "memory_s": s * m, "work_s": k * w,
+                                                                "bound": "memory" if s * m > k * w else "work"}

@@ -93,6 +93,10 @@ def miss_cost(item, profile) -> MissCost | None:
     return MissCost(item, profile, bws)
 
 
+def _signed(seconds: float) -> str:
+    return f"{seconds * 1e3:+.3g} ms" if abs(seconds) < 1 else f"{seconds:+.3g} s"
+
+
 def regime_costs(cost: MissCost, small: list[int], target: int, law_gap_s: float | None) -> list[str]:
     """A warning per level whose miss ratio at the target is well past the small sizes' (what the crossing costs:
     ``law_gap_s``, the cache-miss law's prediction minus the work law's)."""
@@ -106,7 +110,10 @@ def regime_costs(cost: MissCost, small: list[int], target: int, law_gap_s: float
         before = max(a.levels[i].miss_ratio for a in seen if i < len(a.levels))
         if lv.miss_ratio > max(2 * before, before + 0.05):
             arrays = ", ".join(n for n, s in sorted(lv.by_array.items(), key=lambda x: -x[1]) if s > 0.2)
-            gap = f": {law_gap_s:+.3g} s over the work law" if law_gap_s is not None else ""
+            if i < len(at_target.levels) - 1:
+                gap = ": not priced (only the last level's misses are, as DRAM traffic)"
+            else:
+                gap = f": {_signed(law_gap_s)} over the work law" if law_gap_s is not None else ""
             out.append(f"target {target}: {lv.name} miss ratio {before:.2f} at the small sizes -> {lv.miss_ratio:.2f} "
                        f"at the target ({arrays or 'several arrays'}){gap}")
     return out

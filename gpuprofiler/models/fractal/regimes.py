@@ -140,7 +140,36 @@ def work_function(item, profile, probe: int):
     read bandwidth or the flops over the FMA throughput, whichever is larger) where the spec declares both and the
     profile has both rates, so that a compute-bound kernel follows its flops (n^3 for a matrix product) and a
     streaming one its bytes; else the declared count that grows faster past ``probe``. None where nothing is
-    declared."""
+    declared. A launch of fewer work-items than the device runs at once (the profile's concurrency) leaves part of
+    it idle: its cost is what a full device would take, W(n) * C / w(n) (see :func:`filling`)."""
+    law = _work_function(item, profile, probe)
+    return None if law is None else filling(law, item, profile)
+
+
+def filling(law, item, profile):
+    """``law`` with the device filling up: W(n) * max(1, C / w(n)), w(n) the work-items of the launch at n and C
+    the work-items the device runs at once (``concurrency.work_items``). Below C the time is that of C work-items
+    each doing a work-item's share (a 128 x 128 matrix product on a GPU that runs 65000 threads at once costs like
+    one a quarter of the device's size), so small sizes that leave the device partly idle do not teach the law a
+    per-work cost four times too high. Unchanged without the figure (and on a CPU, whose few cores fill at once)."""
+    from gpuprofiler.workloads.sweep import work_items
+
+    conc = view(profile).figure("concurrency.work_items")
+    if not conc.ok or not conc.value or conc.value <= 1:
+        return law
+
+    def filled(n: float) -> float:
+        try:
+            items = work_items(item, n)
+        except (UserError, ValueError, ArithmeticError, TypeError):
+            items = None
+        w = float(law(n))
+        return w * max(1.0, conc.value / items) if items else w
+
+    return filled
+
+
+def _work_function(item, profile, probe: int):
     from gpuprofiler.workloads.sweep import work_count
 
     declared = [k for k in ("bytes", "flops") if getattr(item, k, None) is not None]

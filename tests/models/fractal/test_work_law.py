@@ -191,17 +191,18 @@ def test_the_cache_miss_law_is_chosen_within_the_margin_and_warns_what_the_cross
     assert model.predict_value(2000) == pytest.approx(5e-9 * 2000**3, rel=1e-6)  # memory-bound at the target
 
     class Level:
-        def __init__(self, ratio):
-            self.name, self.miss_ratio, self.by_array = "L1", ratio, {"B": 0.9, "A": 0.1}
+        def __init__(self, name, ratio):
+            self.name, self.miss_ratio, self.by_array = name, ratio, {"B": 0.9, "A": 0.1}
 
     class Analysis:
         def __init__(self, ratio):
-            self.levels = [Level(ratio)]
+            self.levels = [Level("L1", ratio), Level("L2", ratio / 2)]
 
     class Cost:
         def analysis(self, n):
             return Analysis(0.02 if n < 1000 else 0.5)
 
-    (warning,) = regime_costs(Cost(), [100, 200], 2000, 1.4)
-    assert "L1 miss ratio 0.02 at the small sizes -> 0.50 at the target (B): +1.4 s over the work law" in warning
+    private, last = regime_costs(Cost(), [100, 200], 2000, 1.4)
+    assert "L1 miss ratio 0.02 at the small sizes -> 0.50 at the target (B): not priced" in private
+    assert "L2 miss ratio 0.01 at the small sizes -> 0.25 at the target (B): +1.4 s over the work law" in last
     assert regime_costs(Cost(), [100, 200], 500, 0.0) == []
