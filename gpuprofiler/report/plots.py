@@ -138,19 +138,22 @@ def plot_miss_ratio(analysis: Any, path: str | Path, title: str = "") -> Path:
     fig, ax = plt.subplots(figsize=(7, 4))
     line = analysis.order.line_bytes
     top = max([lv.lines for lv in analysis.levels] + [1 << 16]) * 8
-    for label, dist in (("one unit's stream (private levels)", analysis.private_distances),
-                        ("all units interleaved (shared levels)", analysis.shared_distances)):
+    for label, dist, cold in (("one unit's stream (private levels)", analysis.private_distances,
+                               analysis.private_cold),
+                              ("all units interleaved (shared levels)", analysis.shared_distances,
+                               analysis.shared_cold)):
         if len(dist):
-            sizes, ratios = miss_ratio_curve(dist, top)
+            sizes, ratios = miss_ratio_curve(dist, top, cold=cold)
             ax.plot(sizes * line, ratios, "-", lw=1.5, label=label)
     for lv in analysis.levels:
         ax.axvline(lv.size_bytes, color="grey", ls="--", lw=0.8)
-        ax.text(lv.size_bytes, 1.02, f"{lv.name} {lv.miss_ratio:.2f}", rotation=0, fontsize=7, ha="center",
-                transform=ax.get_xaxis_transform())
+        ax.plot([lv.size_bytes], [lv.miss_ratio], "o", color="black", ms=4)  # with the level's sets
+        ax.text(lv.size_bytes, 0.98, f" {lv.name}: {lv.miss_ratio:.2f}", fontsize=7, ha="left", va="top",
+                transform=ax.get_xaxis_transform(), bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     ax.set_xscale("log")
-    ax.set_ylim(0, 1.08)
+    ax.set_ylim(0, 1.12)
     ax.set_xlabel("cache size (bytes)")
-    ax.set_ylabel("miss ratio (LRU)")
+    ax.set_ylabel("miss ratio (LRU; dots: each level with its sets)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower left")
     ax.set_title(title or "miss-ratio curve", fontsize=10)

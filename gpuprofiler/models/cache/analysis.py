@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuprofiler.models.cache.reuse import reuse_distances
+from gpuprofiler.models.cache.reuse import next_and_first_use
 from gpuprofiler.models.cache.statcache import stack_distance_of, statcache, statstack
 from gpuprofiler.models.cache.streams import Order, Stream, device_order, windows
 from gpuprofiler.profile.hardware import view
@@ -63,6 +63,8 @@ class CacheAnalysis:
     shared_written_lines: float     # share of written lines that several units touch
     unknown: list[str]
     notes: list[str] = field(default_factory=list)
+    private_cold: float | None = None  # exact share of the private / shared streams' accesses never reused
+    shared_cold: float | None = None
 
     def level(self, name: str) -> Level | None:
         return next((lv for lv in self.levels if lv.name == name), None)
@@ -102,12 +104,16 @@ def sample_distances(lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np
     half = len(lines) // 2
     if half == 0:
         empty = np.zeros(0, np.int64)
-        return np.zeros(0), empty, empty, empty, empty
+        return np.zeros(0), empty, empty, empty, empty, empty, empty
     pick = np.flatnonzero(rng.random(half) < rate)
-    rd = reuse_distances(lines)
-    d = rd[pick].astype(float)
-    d[d < 0] = np.inf
-    return d, arrays[pick], lines[pick], pick, np.flatnonzero(rd[:half] < 0)
+    nxt, first = next_and_first_use(lines)
+    n = len(lines)
+    d = (nxt[pick] - pick - 1).astype(float)
+    d[nxt[pick] >= n] = np.inf
+    cold = np.flatnonzero(nxt[:half] >= n)
+    # whose miss each is: a reuse's, the next access to the line; a line never reused, its first access
+    missing = np.where(nxt[pick] < n, nxt[pick], first[pick])
+    return d, arrays[pick], lines[pick], pick, cold, missing, first[cold]
 
 
 @dataclass
@@ -128,11 +134,11 @@ class Samples:
 
     def add(self, lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator,
             writes: np.ndarray | None = None) -> None:
-        d, a, ln, pos, cold = sample_distances(lines, arrays, rate, rng)
-        self.writes.append(writes[pos] if writes is not None else np.zeros(len(d), bool))
+        d, a, ln, pos, cold, missing, cold_first = sample_distances(lines, arrays, rate, rng)
+        self.writes.append(writes[missing] if writes is not None else np.zeros(len(d), bool))
         self.population += len(lines) // 2
         self.cold_arrays.append(arrays[cold])
-        self.cold_writes.append(writes[cold] if writes is not None else np.zeros(len(cold), bool))
+        self.cold_writes.append(writes[cold_first] if writes is not None else np.zeros(len(cold), bool))
         self.distances.append(d)
         self.arrays.append(a)
         self.lines.append(ln)
@@ -279,4 +285,4 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
         notes.append(f"addresses of {', '.join(unknown)} depend on data the spec does not give: left out")
     return CacheAnalysis(order, levels, accesses, int(len(priv_d) + len(shared_d)), eff_rate, priv_d, shared_d,
                          priv_a, shared_a, names, len(streams), window_len, float(np.mean(coh)) * accesses,
-                         float(np.mean(shared_lines)), unknown, notes)
+                         float(np.mean(shared_lines)), unknown, notes, private.cold, shared_s.cold)

@@ -31,6 +31,23 @@ def next_use(lines: np.ndarray) -> np.ndarray:
     return out
 
 
+def next_and_first_use(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per access, the position of the next access to its line (``len(lines)``: none) and of its line's first
+    access, from one sort."""
+    lines = np.asarray(lines)
+    n = len(lines)
+    order = np.argsort(lines, kind="stable")
+    ordered = lines[order]
+    same = ordered[1:] == ordered[:-1]
+    nxt = np.full(n, n, dtype=np.int64)
+    nxt[order[:-1][same]] = order[1:][same]
+    start = np.ones(n, dtype=bool)
+    start[1:] = ~same
+    first = np.empty(n, dtype=np.int64)
+    first[order] = order[start][np.cumsum(start) - 1]
+    return nxt, first
+
+
 def previous_use(lines: np.ndarray) -> np.ndarray:
     """Position of the previous access to each access's line (``-1``: none, the line's first access)."""
     out = np.full(len(lines), -1, dtype=np.int64)

@@ -134,8 +134,10 @@ def statstack(distances, cache_lines, cold: float | None = None) -> np.ndarray:
                      for lines in np.atleast_1d(cache_lines)])
 
 
-def miss_ratio_curve(distances, max_lines: int, points: int = 64, model: str = "lru") -> tuple[np.ndarray, np.ndarray]:
-    """Miss ratio against cache size, sizes log-spaced from 1 line to ``max_lines``."""
+def miss_ratio_curve(distances, max_lines: int, points: int = 64, model: str = "lru",
+                     cold: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Miss ratio against cache size, sizes log-spaced from 1 line to ``max_lines`` (``cold`` as in
+    :func:`statcache`)."""
     sizes = np.unique(np.round(np.geomspace(1, max(max_lines, 2), points)).astype(np.int64))
     fn = statstack if model == "lru" else statcache
-    return sizes, fn(distances, sizes)
+    return sizes, fn(distances, sizes, cold=cold)

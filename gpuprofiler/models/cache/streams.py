@@ -27,6 +27,7 @@ from gpuprofiler.models.maxplus.builder import build_spec
 from gpuprofiler.profile.hardware import view
 
 PAGE = 4096
+SECTOR = 32  # bytes a GPU's L1 and L2 fill and DRAM transfers at once: a random 4-byte read costs 32, not 128
 
 
 @dataclass(frozen=True)
@@ -35,22 +36,24 @@ class Order:
 
     units: int       # compute units running work-groups at once
     lanes: int       # work-items advancing through the code together (1: a CPU core's loop; 32: a warp)
-    line_bytes: int  # cache line
+    line_bytes: int  # the unit a cache fills: a line, or a GPU's sector
     private: tuple[str, ...] = ("L1",)  # cache levels private to a unit; the others are shared
+    sectored: bool = False  # lines of four sectors, each filled on its own (NVIDIA, AMD GPUs)
 
     def describe(self) -> str:
         how = "one work-item at a time" if self.lanes == 1 else f"warps of {self.lanes} in lock-step"
-        return (f"work-groups round-robin over {self.units} compute unit(s), {how} inside a group, "
-                f"{self.line_bytes}-byte lines")
+        unit = (f"{self.line_bytes}-byte sectors (a GPU's cache fills the sectors touched, not whole lines)"
+                if self.sectored else f"{self.line_bytes}-byte lines")
+        return f"work-groups round-robin over {self.units} compute unit(s), {how} inside a group, {unit}"
 
 
 def device_order(profile) -> Order:
-    """The execution order of the profile's device: a GPU's SMs and warps, a CPU's cores running work-items in turn
-    (L1 and L2 private to a core, as on current x86 and Arm cores)."""
+    """The execution order of the profile's device: a GPU's SMs and warps, followed in sectors, a CPU's cores
+    running work-items in turn, in lines (L1 and L2 private to a core, as on current x86 and Arm cores)."""
     hw = view(profile)
     cus = int(hw.compute_units.value) if hw.compute_units.ok else 1
     if hw.kind == "gpu":
-        return Order(max(cus, 1), int(hw.device_extra("warp_size") or 32), 128, ("L1",))
+        return Order(max(cus, 1), int(hw.device_extra("warp_size") or 32), SECTOR, ("L1",), sectored=True)
     return Order(max(cus, 1), 1, 64, ("L1", "L2"))
 
 

@@ -115,6 +115,7 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
     cached_total = sum(reads[n] * kernel.l1_miss.get(n, 1.0) for n in reads)
     dram_read = dram_write = scattered_reads = scattered_writes = 0.0
     in_cache = resident([kernel.buffers.get(n) for n in set(reads) | set(writes)], cap)
+    gather_rule: dict[str, tuple[float, float]] = {}  # gathered array: (bytes streamed, sectors refetched)
     for name, requested in ({} if in_cache else reads).items():
         cached = requested * kernel.l1_miss.get(name, 1.0)
         footprint = kernel.buffers.get(name)
@@ -122,7 +123,8 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
             own = cached / SECTOR
             other = max(cached_total / SECTOR - own, 0.0) / own
             hit = random_hit_rate(footprint / SECTOR, cap / SECTOR if cap else None, other)
-            scattered_reads += (own - footprint / SECTOR) * (1.0 - hit)
+            gather_rule[name] = (footprint, (own - footprint / SECTOR) * (1.0 - hit))
+            scattered_reads += gather_rule[name][1]
             dram_read += footprint
         else:
             dram_read += refetched(cached, footprint, cap) if footprint else cached
@@ -136,14 +138,24 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
     width = width_num / width_den if width_den else 4.0
     predicted = misses is not None and misses.levels and not in_cache
     if predicted:
-        # the sampled address stream's last-level misses replace the footprint and reuse rules: each missing line
-        # comes from DRAM (a store's is written back), the first level's misses from the cache behind it
+        # the sampled address stream's misses replace the footprint and reuse rules for what is fetched: each line
+        # (a GPU: each sector) the last level misses comes from DRAM, and a CPU fetches a line before a store to it
+        # (read for ownership); the first level's misses from the cache behind it. What is written back stays the
+        # rules': every dirty line once, whether its stores missed or hit, strided stores at the profile's
+        # scattered-write rate.
         last, first = misses.levels[-1], misses.levels[0]
-        line = misses.order.line_bytes
-        dram_read = last.misses * (1.0 - last.write_share) * line
-        dram_write = last.misses * last.write_share * line
-        scattered_reads = scattered_writes = 0.0
-        cached_total = first.misses * (1.0 - first.write_share) * line
+        unit = misses.order.line_bytes
+        fetched = 1.0 - last.write_share if misses.order.sectored else 1.0
+        dram_read = last.misses * fetched * unit
+        scattered_reads = 0.0
+        for name, (streamed, refetched_sectors) in gather_rule.items():
+            # a gather's reuses lie as far apart as its array is large, past the sampled windows, which would count
+            # them as misses: its traffic stays the rules' (the footprint streamed once, the refetches at the
+            # profile's cost of a random sector, their hit rate Hagersten's for uniform reuse over the footprint)
+            dram_read += streamed - last.by_array.get(name, 0.0) * last.misses * fetched * unit
+            scattered_reads += refetched_sectors
+        dram_read = max(dram_read, 0.0)
+        cached_total = first.misses * (1.0 - first.write_share) * unit
     bw = dram_bandwidth(hw, dram_read, dram_write, width)
     if bw.ok:
         out.dram_s = (dram_read + dram_write) / _rate(bw, end)
@@ -156,7 +168,7 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
         out.dram_s += scattered_reads * _step(step_r, end) + scattered_writes * _step(step_w, end)
         out.sources["scattered"] = f"{step_r.source}; {step_w.source}"
     cache = cache_bandwidth(hw)
-    written = first.misses * first.write_share * misses.order.line_bytes if predicted else sum(writes.values())
+    written = sum(writes.values())
     if cache.ok:
         out.cache_s = (cached_total + written) / _rate(cache, end)
         out.sources["cache"] = cache.source

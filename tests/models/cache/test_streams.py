@@ -87,5 +87,5 @@ def test_analysis_names_levels_and_the_arrays_that_miss():
 
 def test_a_gpu_order_from_the_h100_profile():
     order = device_order(load_profile(H100_PROFILE))
-    assert order.lanes == 32 and order.units > 100 and order.line_bytes == 128
+    assert order.lanes == 32 and order.units > 100 and order.line_bytes == 32 and order.sectored
     assert launch_groups(inst("vadd", 1 << 20)) == 4096
