@@ -180,9 +180,15 @@ def resident(footprints: list[float | None], capacity: float | None) -> bool:
 def scattered(profile, bandwidth: float, write: bool = False) -> Figure:
     """Seconds per sector read (or written back) at a scattered address when the device is full of such
     accesses: the profile's ``memory.read_step_s`` (``write_step_s``), the slope of the time of n concurrent
-    work-items each touching cold lines; else a 64-byte line at ``bandwidth``."""
+    work-items each touching cold lines; else a 64-byte line at ``bandwidth``. On a CPU device a work-group's
+    work-items run one after another, so the read step (a pointer chase) is one miss's latency, not the rate of
+    independent gathers, which an out-of-order core overlaps: there a line at the bandwidth."""
     key = "memory.write_step_s" if write else "memory.read_step_s"
-    fig = view(profile).figure(key)
+    hw = view(profile)
+    fig = hw.figure(key)
+    if hw.kind == "cpu" and not write:
+        return Figure(64.0 / bandwidth, "a 64-byte line at the DRAM bandwidth (a CPU overlaps independent gathers; "
+                                        f"{key} is a dependent chain's latency)")
     if fig.ok and fig.value > 0:
         return fig
     return Figure(64.0 / bandwidth, f"a 64-byte line at the DRAM bandwidth (the profile has no {key})")
