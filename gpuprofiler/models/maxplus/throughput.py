@@ -138,14 +138,14 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
     width = width_num / width_den if width_den else 4.0
     predicted = misses is not None and misses.levels and not in_cache
     if predicted:
-        # the sampled address stream's misses replace the footprint and reuse rules for what is fetched: each line
-        # (a GPU: each sector) the last level misses comes from DRAM, and a CPU fetches a line before a store to it
-        # (read for ownership); the first level's misses from the cache behind it. What is written back stays the
-        # rules': every dirty line once, whether its stores missed or hit, strided stores at the profile's
-        # scattered-write rate.
+        # the sampled address stream's misses replace the footprint and reuse rules for what is read: each line
+        # (a GPU: each sector) the last level misses on a load comes from DRAM, the first level's from the cache
+        # behind it. What is written back stays the rules': every dirty line once, whether its stores missed or
+        # hit, strided stores at the profile's scattered-write rate. A CPU's read for ownership before a store is
+        # not added: the profile's bandwidths count the bytes kernels read and write, as the costs here do.
         last, first = misses.levels[-1], misses.levels[0]
         unit = misses.order.line_bytes
-        fetched = 1.0 - last.write_share if misses.order.sectored else 1.0
+        fetched = 1.0 - last.write_share
         dram_read = last.misses * fetched * unit
         scattered_reads = 0.0
         for name, (streamed, refetched_sectors) in gather_rule.items():
