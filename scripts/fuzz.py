@@ -27,9 +27,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import traceback
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"

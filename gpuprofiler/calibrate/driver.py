@@ -51,26 +51,74 @@ def _clock(backend: Any, quick: bool) -> dict[str, Any]:
     return device_clock(backend)
 
 
+# what a section leaves in the profile, to tell the sections of a profile written before ``sections_done`` existed
+_SECTION_KEYS = {"launch": ("launch",), "latency": ("caches", "latency_curve"), "memory": ("concurrency",),
+                 "bandwidth": ("bandwidth",), "transfer": ("transfer",), "instructions": ("instructions",)}
+
+
+def sections_done(data: dict[str, Any]) -> list[str]:
+    """The sections a profile holds (finished, or failed and recorded in ``section_errors``): its
+    ``sections_done``, else, for a profile written before that marker, those whose figures it has."""
+    done = data.get("sections_done")
+    if isinstance(done, list):
+        return [s for s in SECTIONS if s in done]
+    errors = data.get("section_errors") if isinstance(data.get("section_errors"), dict) else {}
+    return [s for s in SECTIONS if s in errors or any(data.get(k) for k in _SECTION_KEYS[s])]
+
+
+def missing_sections(data: dict[str, Any]) -> list[str]:
+    """The sections a profile's calibration set out to measure (``sections``) and did not finish: an interrupted or
+    killed calibration leaves them; empty for a complete profile."""
+    planned = data.get("sections") if isinstance(data.get("sections"), list) else list(SECTIONS)
+    done = set(sections_done(data))
+    return [s for s in SECTIONS if s in planned and s not in done]
+
+
 def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[str] = SECTIONS,
-              progress: Callable[[str], None] | None = None) -> Profile:
-    """Measure the selected sections on ``backend`` and save the profile to ``out_path`` after each one."""
+              progress: Callable[[str], None] | None = None, resume: Profile | None = None) -> Profile:
+    """Measure the selected sections on ``backend`` and save the profile to ``out_path`` after each one.
+
+    The profile says how far it got: ``sections`` (what this calibration measures), ``sections_done`` (the sections
+    finished so far, in the file after each one) and ``complete`` (true once every section is done), so a profile
+    that an interruption or a kill left partial is never taken for a whole one (:func:`missing_sections`). With
+    ``resume`` (a partial profile of the same device), only the sections it lacks among ``only`` are measured, into
+    it; the clock and the cache sizes it has are used."""
     started = time.perf_counter()
     info = backend.info
-    profile = Profile({
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "gpuprofiler_version": __version__,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "host": platform.node(), "command": command_line(),
-        "quick": quick, "sections": list(only), "device": info.to_dict(),
-    })
+    before_s = 0.0
+    if resume is not None:
+        profile = Profile(dict(resume.data))
+        data = profile.data
+        done = sections_done(data)
+        only = tuple(s for s in only if s not in done)
+        data["sections"] = [s for s in SECTIONS if s in set(data.get("sections") or []) | set(only)]
+        data["sections_done"] = done
+        data["complete"] = False
+        before_s = float(data.get("duration_s") or 0.0)
+        data["resumed"] = list(data.get("resumed") or []) + [{
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "command": command_line(),
+            "sections": list(only)}]
+    else:
+        profile = Profile({
+            "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "gpuprofiler_version": __version__,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node(), "command": command_line(),
+            "quick": quick, "sections": list(only), "sections_done": [], "complete": False,
+            "device": info.to_dict(),
+        })
+        data = profile.data
     say = progress or (lambda m: None)
-    say(f"calibrating {info.id} ({info.name}); sections: {', '.join(only)}; profile: {out_path}")
-    data = profile.data
-    clock = _clock(backend, quick)
+    say(f"calibrating {info.id} ({info.name}); sections: {', '.join(only) or 'none left'}; profile: {out_path}")
+    clock = data.get("clock") if resume is not None and (data.get("clock") or {}).get("hz") else None
+    if clock is None:
+        clock = _clock(backend, quick)
     if backend.kind == "cuda" and "instructions" in only:
         clock = None  # the PTX benchmarks measure the SM clock from %clock64 against events
     workspace = Workspace(backend)
-    timings: dict[str, float] = {}
-    llc_measured = None
+    timings: dict[str, float] = dict(data.get("section_seconds") or {}) if resume is not None else {}
+    caches = data.get("caches") if resume is not None else None
+    llc_measured = caches[-1].get("size_bytes") if isinstance(caches, list) and caches and isinstance(
+        caches[-1], dict) else None
 
     def run(name: str, fn: Callable[[], None]) -> None:
         t0 = time.perf_counter()
@@ -82,7 +130,9 @@ def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[
         timings[name] = time.perf_counter() - t0
         data["method_versions"] = method_versions_present(data)
         data["section_seconds"] = timings
-        data["duration_s"] = time.perf_counter() - started
+        data["duration_s"] = before_s + time.perf_counter() - started
+        data["sections_done"] = [s for s in SECTIONS if s in set(data.get("sections_done") or []) | {name}]
+        data["complete"] = not missing_sections(data)
         profile.save(out_path)
         say(f"{name}: done in {timings[name]:.1f} s")
 
@@ -147,6 +197,7 @@ def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[
                                                            clock_reference=reference)
         run("instructions", instructions_section)
 
-    data["duration_s"] = time.perf_counter() - started
+    data["duration_s"] = before_s + time.perf_counter() - started
+    data["complete"] = not missing_sections(data)
     profile.save(out_path)
     return profile

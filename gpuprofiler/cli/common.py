@@ -28,12 +28,23 @@ def warn(message: str) -> None:
 
 def int_list(text: str) -> list[int]:
     """argparse type: comma-separated positive integers."""
+    def one(x: str) -> int:
+        try:
+            return int(x)
+        except ValueError:
+            value = float(x)  # 1e6 (a float that is not whole, NaN or infinity is refused)
+            if not value.is_integer():
+                raise ValueError(x) from None
+            return int(value)
+
     try:
-        values = [int(float(x)) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+        values = [one(x) for x in text.replace(" ", "").split(",") if x]
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text[:80]!r}") from None
     if not values or any(v <= 0 for v in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text[:80]!r}")
+    if any(v > 2**63 for v in values):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r}: sizes are limited to 2^63")
     return values
 
 

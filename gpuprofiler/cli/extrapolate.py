@@ -35,9 +35,12 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
     from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record
     from gpuprofiler.models.fractal.regimes import recommended_small
+    from gpuprofiler.models.maxplus.bounds import reaches
     from gpuprofiler.profile.file import load_profile
     from gpuprofiler.report.text import print_extrapolation
+    from gpuprofiler.workloads.bounds import check_sizes
     from gpuprofiler.workloads.builtin import resolve
+    from gpuprofiler.workloads.spec import KernelSpec
     from gpuprofiler.workloads.sweep import load_target, run_sweep
 
     path = resolve(args.target)
@@ -65,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("the small sizes must all lie below the targets")
         if len(small) < FractalPredictor.min_sizes:
             raise UserError(f"give at least {FractalPredictor.min_sizes} small sizes")
+        if isinstance(item, KernelSpec):  # every launch against its buffers, before anything is compiled
+            check_sizes(item, list(small) + (list(targets) if args.check else []), None, reaches)
     except BaseException:
         backend.close()
         raise
@@ -75,13 +80,13 @@ def run(args: argparse.Namespace) -> int:
                          "concurrency boundaries between them and the targets cannot be detected "
                          "(`gpuprofiler calibrate --quick` makes one)")
         sweep = run_sweep(backend, item, small, policy(args), check=not args.no_check, on_record=log.append,
-                          progress=progress)
+                          progress=progress, isolate=None)
         checks = {}
         if args.check:
             for t in targets:
                 progress(f"--check: measuring target {t}")
                 checks[t] = run_sweep(backend, item, [t], policy(args), check=not args.no_check,
-                                      on_record=log.append, progress=progress)
+                                      on_record=log.append, progress=progress, isolate=None)
     except KeyboardInterrupt:
         progress(f"interrupted: measurements so far are kept in {log.path}")
         return 130

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     if path.suffix != ".toml":
         raise UserError(f"{path}: loops profiles one kernel: give a kernel spec (.toml), not an app")
     spec = load_spec(path)
-    spec.instantiate(args.size)  # a bad size is a user error before a device is opened
+    inst = spec.instantiate(args.size)  # a bad size is a user error before a device is opened
     if args.source:
         from gpuprofiler.workloads.instrument import instrument
 
@@ -41,7 +41,11 @@ def run(args: argparse.Namespace) -> int:
         print(instrument(src.read_text(), spec.kernel, kind, str(src)).source)
         return 0
     from gpuprofiler.device import open_backend
+    from gpuprofiler.models.maxplus.bounds import reaches
+    from gpuprofiler.workloads.bounds import check_instance
     from gpuprofiler.workloads.loops import profile_loops
+
+    check_instance(inst, reaches)  # the launch against its buffers, before anything is compiled
 
     backend = open_backend(args.device)
     try:

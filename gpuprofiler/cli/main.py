@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import Sequence
 
@@ -37,10 +38,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command. ``argv`` None: the process's command line; the command done, its measuring workers are ended
+    and a Ctrl-C while the process ends (the device runtimes unloading) is ignored, so that the exit status stays
+    the command's. Called with ``argv`` (in-process, a test or a fuzzer), the workers stay for the next call."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "min_samples", 5) < 5:
         parser.error("--min-samples must be at least 5")
+    code = _run(args)
+    if argv is None:
+        try:
+            _stop_workers()
+        except KeyboardInterrupt:
+            print("gpuprofiler: interrupted", file=sys.stderr)
+            code = 130
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.func(args)
     except GpuProfilerError as exc:
@@ -56,3 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+
+
+def _stop_workers() -> None:
+    """End the worker processes a command measured in (:mod:`gpuprofiler.workloads.isolated`), where it started
+    any, before the command returns."""
+    isolated = sys.modules.get("gpuprofiler.workloads.isolated")
+    if isolated is not None:
+        isolated.close_all()

@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 from gpuprofiler.cli.common import add_device, add_timing, int_list, overrides, policy, progress
-from gpuprofiler.errors import UserError
+from gpuprofiler.errors import DeviceError, UserError
 from gpuprofiler.measure.policy import MEASURE
 
 
@@ -40,10 +40,12 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.device import open_backend
     from gpuprofiler.measure.records import repeat_table
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
+    from gpuprofiler.models.maxplus.bounds import reaches
     from gpuprofiler.report.text import print_measurements, print_repeats
-    from gpuprofiler.workloads.apps import load_app, measure_app
+    from gpuprofiler.workloads import isolated
+    from gpuprofiler.workloads.apps import load_app
+    from gpuprofiler.workloads.bounds import check_sizes
     from gpuprofiler.workloads.builtin import resolve
-    from gpuprofiler.workloads.kernel import measure_spec
     from gpuprofiler.workloads.spec import load_spec
 
     path = resolve(args.target)
@@ -59,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     sets = overrides(args.set)
     if is_app and sets:
         raise UserError("--set applies to kernel specs, not apps")
+    if not is_app:  # every launch against its buffers, before a device is opened or anything compiled
+        check_sizes(item, sizes, sets, reaches)
     backend = open_backend(args.device)
     log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
     progress(f"device {backend.info.id}: {backend.info.name}; measurements go to {log.path}")
@@ -84,15 +88,16 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     progress(f"block {n + 1}/{args.repeat}")
             check = not args.no_check and n == 0
-            if is_app:
-                records += measure_app(backend, item, sizes, policy(args), check=check, on_record=keep,
-                                       progress=progress, interleave=not args.sequential)
-            else:
-                records += measure_spec(backend, item, sizes, policy(args), check=check, on_record=keep,
-                                        overrides=sets, progress=progress, interleave=not args.sequential)
+            # in the device's worker process (a crashing runtime is exit 3, the records stored so far kept); the
+            # buffers were checked above
+            records += isolated.measure(backend, item, sizes, policy(args), check=check, on_record=keep,
+                                        overrides=sets or None, progress=progress, interleave=not args.sequential)
     except KeyboardInterrupt:
         progress(f"interrupted: {log.written} finished measurement(s) kept in {log.path}")
         return 130
+    except DeviceError:
+        progress(f"{log.written} finished measurement(s) kept in {log.path}")
+        raise
     finally:
         backend.close()
     if args.json:

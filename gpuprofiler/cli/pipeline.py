@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ def _dims(text: str) -> tuple[int, int, int]:
         raise argparse.ArgumentTypeError(f"expected X[,Y[,Z]] positive integers, got {text!r}") from None
     if not 1 <= len(vals) <= 3 or any(v <= 0 for v in vals):
         raise argparse.ArgumentTypeError(f"expected X[,Y[,Z]] positive integers, got {text!r}")
+    if any(v >= 2**31 for v in vals):  # CUDA's own limit on a grid's or block's extent
+        raise argparse.ArgumentTypeError(f"{text!r}: each extent must be below 2^31")
     return tuple(vals + [1] * (3 - len(vals)))  # type: ignore[return-value]
 
 
@@ -69,6 +73,8 @@ def _parse_trips(items: list[str]) -> tuple[dict[str, int], int]:
             raise UserError(f"--trip {part!r}: expected N or LABEL=N") from None
         if n < 0:
             raise UserError(f"--trip {part!r}: a trip count cannot be negative")
+        if n > 2**31:
+            raise UserError(f"--trip {part!r}: a trip count above 2^31 is not a loop the model can follow")
         if sep:
             trips[name] = n
         else:
@@ -81,7 +87,10 @@ def _parse_values(items: list[str], what: str) -> dict[str, Any]:
     for part in parts(items):
         name, sep, value = part.partition("=")
         if not sep or not name.strip():
-            raise UserError(f"{what} {part!r}: expected NAME=VALUE")
+            raise UserError(f"{what} {part[:80]!r}: expected NAME=VALUE")
+        if what == "--define" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name.strip()):
+            # NAME reaches the compiler as -DNAME=VALUE: a C identifier, never an option
+            raise UserError(f"--define {part[:80]!r}: NAME must be a C identifier (letters, digits and _)")
         out[name.strip()] = evaluate(value, {}, f"{what} {name.strip()}")
     return out
 
@@ -109,11 +118,12 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.models.pipeline.occupancy import normalise_arch
     from gpuprofiler.models.pipeline.predict import DEFAULT_BUDGET, Options, predict
     from gpuprofiler.models.pipeline.ptx_parser import parse_ptx
-    from gpuprofiler.models.pipeline.ptx_source import cu_parameters, cu_source_for_ptx, load_ptx
+    from gpuprofiler.models.pipeline.ptx_source import MAX_SOURCE_BYTES, cu_parameters, cu_source_for_ptx, load_ptx
     from gpuprofiler.models.pipeline.specs import spec_launch
     from gpuprofiler.models.pipeline.values import Launch
     from gpuprofiler.profile.hardware import view
     from gpuprofiler.report.text import render_pipeline
+    from gpuprofiler.textfile import read_text
     from gpuprofiler.workloads.builtin import resolve
 
     choice = find_profile(args, required=True)
@@ -123,6 +133,10 @@ def run(args: argparse.Namespace) -> int:
     compile_arch = normalise_arch(arch or view(profile).arch or "sm_90")
     target = Path(args.target)
     working_set = args.working_set
+    if working_set is not None and not (math.isfinite(working_set) and working_set > 0):
+        raise UserError(f"--working-set {working_set}: expected a positive number of bytes")
+    if args.budget is not None and args.budget <= 0:
+        raise UserError(f"--budget {args.budget}: expected a positive number of warp-instructions")
     if target.suffix in (".cu", ".ptx"):
         if args.size is not None or args.set:
             raise UserError("--size and --set apply to kernel specs; a .cu/.ptx takes --grid, --block and --args")
@@ -133,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         module = parse_ptx(src.text, src.origin if target.suffix == ".ptx" else f"{target} (PTX)")
         entry = module.entry(args.kernel)
         cu = target if target.suffix == ".cu" else cu_source_for_ptx(target, src.text)
-        cu_names = cu_parameters(cu.read_text(), entry.name) if cu is not None else None
+        cu_names = cu_parameters(read_text(cu, "CUDA source", MAX_SOURCE_BYTES), entry.name) if cu is not None else None
         launch = Launch(args.grid, args.block, _file_args(module, entry, _parse_values(args.args, "--args"), cu_names))
     else:
         path = resolve(args.target)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpuprofiler.cli.common import add_device, name_list, progress
-from gpuprofiler.errors import UserError
+from gpuprofiler.cli.common import add_device, name_list, progress, warn
+from gpuprofiler.errors import DeviceError, UserError
 
 
 def add_parser(sub) -> None:
@@ -55,10 +55,14 @@ def run(args: argparse.Namespace) -> int:
             progress(f"note: {mismatch}")
         try:
             results = suite.run(backend, args.suite, outdir, profile, models, args.quick, args.fresh, progress,
-                                args.items, spec_sizes=args.spec_sizes)
+                                args.items, spec_sizes=args.spec_sizes, isolate=None)
         except KeyboardInterrupt:
             progress(f"interrupted: finished measurements are kept in {outdir / 'measurements.jsonl'}; rerun to resume")
             return 130
+        except DeviceError:
+            progress(f"finished measurements are kept in {outdir / 'measurements.jsonl'}; a rerun resumes (--items "
+                     "leaves out an item that crashes the device)")
+            raise
     finally:
         backend.close()
     reused = sum(res.reused for res in results)
@@ -171,21 +175,40 @@ def choose(args: argparse.Namespace, outdir: Path, backend, calibrate) -> tuple:
     calibration into OUTDIR."""
     import shutil
 
+    from gpuprofiler.calibrate.driver import missing_sections
     from gpuprofiler.profile.file import load_profile
     from gpuprofiler.profile.locate import choose_profile, how_to_make
 
     kept = outdir / "profile.json"
     if args.profile:
-        return load_profile(args.profile), args.profile
+        given = load_profile(args.profile)
+        missing = missing_sections(given.data)
+        if missing:
+            warn(f"the profile {args.profile} is incomplete (its calibration did not finish: {', '.join(missing)} "
+                 f"missing); the models that need those figures may not run. Complete it with `gpuprofiler "
+                 f"calibrate --resume -o {args.profile}`, or leave out --profile to have validate calibrate")
+        return given, args.profile
     if kept.exists() and not args.fresh:
-        progress(f"reusing the profile {kept}")
-        return load_profile(kept), str(kept)
+        profile = load_profile(kept)
+        missing = missing_sections(profile.data)
+        if not missing:
+            progress(f"reusing the profile {kept}")
+            return profile, str(kept)
+        warn(f"the profile {kept} is incomplete (an interrupted calibration: {', '.join(missing)} missing): "
+             f"calibrating the missing section(s) into it")
+        return calibrate(backend, kept, quick=args.quick, only=missing, progress=progress, resume=profile), str(kept)
     outdir.mkdir(parents=True, exist_ok=True)
     stored = choose_profile(None, backend.info)
     if stored.profile is not None:
         progress(f"{stored.message}; copied to {kept}")
         shutil.copyfile(stored.path, kept)
-        return load_profile(kept), f"{stored.path} (copied to {kept})"
+        profile = load_profile(kept)
+        missing = missing_sections(profile.data)
+        if missing:
+            warn(f"the stored profile {stored.path} is incomplete ({', '.join(missing)} missing): calibrating the "
+                 f"missing section(s) into the copy {kept}")
+            profile = calibrate(backend, kept, quick=args.quick, only=missing, progress=progress, resume=profile)
+        return profile, f"{stored.path} (copied to {kept})"
     progress(f"no --profile and none stored ({how_to_make(backend.info)}): calibrating {backend.info.id} first "
              f"({'quick' if args.quick else 'full'}) into {kept}")
     return calibrate(backend, kept, quick=args.quick, progress=progress), str(kept)

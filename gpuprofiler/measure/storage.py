@@ -49,35 +49,90 @@ def command_line() -> str:
 
 
 def json_ready(value: Any) -> Any:
-    """JSON-safe: numpy scalars to Python, NaN/inf to None."""
+    """JSON-safe: numpy scalars and arrays to Python, NaN/inf to None, integers past 64 bits to floats (None past
+    the float range), anything else JSON has no type for (a complex number) to its text."""
     if isinstance(value, dict):
         return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_ready(v) for v in value]
+    if hasattr(value, "tolist") and callable(value.tolist) and getattr(value, "ndim", 0):
+        return json_ready(value.tolist())
     if hasattr(value, "item") and callable(value.item):
         value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        if abs(value) < 2**63:
+            return value
+        try:
+            value = float(value)
+        except OverflowError:
+            return None
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return str(value)
 
 
 class MeasurementLog:
-    """Append-only JSON-lines file; each record is written and fsynced before the next one starts."""
+    """Append-only JSON-lines file; each record is written and fsynced before the next one starts.
+
+    A record is one ``write`` of one complete line, under an exclusive lock; a line torn by a crash in the middle
+    of a write (the last line without its newline) is cut off before the next append, so every line of the file
+    stays a whole record."""
 
     def __init__(self, path: Path, device: DeviceInfo):
         self.path = Path(path)
         self.meta = provenance(device)
         self.written = 0
 
-    def append(self, record: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def line(self, record: dict[str, Any]) -> bytes:
+        """The record as one JSON line, with the provenance and the time it was finished."""
         stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")  # when this record was finished
-        line = json.dumps(json_ready({**record, **self.meta, "date": stamp}), sort_keys=False)
-        with open(self.path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        self.written += 1
+        return (json.dumps(json_ready({**record, **self.meta, "date": stamp}), sort_keys=False) + "\n").encode()
+
+    def append(self, record: dict[str, Any]) -> None:
+        self.append_many([record])
+
+    def append_many(self, records: list[dict[str, Any]]) -> None:
+        """Several records in one write: a crash keeps all of them or none."""
+        data = b"".join(self.line(r) for r in records)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            _lock(fd)
+            _cut_torn_tail(fd)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)  # releases the lock
+        self.written += len(records)
+
+
+def _lock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _cut_torn_tail(fd: int) -> None:
+    """Cut a last line left without its newline (a write that a crash stopped half way) back to the last newline."""
+    size = os.fstat(fd).st_size
+    if not size or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    at = size
+    while at > 0:
+        step = min(65536, at)
+        chunk = os.pread(fd, step, at - step)
+        cut = chunk.rfind(b"\n")
+        if cut >= 0:
+            os.ftruncate(fd, at - step + cut + 1)
+            return
+        at -= step
+    os.ftruncate(fd, 0)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

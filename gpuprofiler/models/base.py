@@ -44,6 +44,16 @@ def refuse(reason: str) -> Applicability:
     return Applicability(False, reason)
 
 
+def positive_time(seconds: float, what: str) -> float:
+    """``seconds`` where it is a time at all (finite and positive); else a UserError: no model prints a negative or
+    non-finite time. The profile's figures are checked on load (:func:`gpuprofiler.profile.file.load_profile`), so
+    this is the last guard, against inputs no check foresaw."""
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+        raise UserError(f"{what}: the predicted time {seconds!r} s is not a positive finite time; the inputs (the "
+                        "hardware profile's figures, the sizes) are not physically possible")
+    return seconds
+
+
 @dataclass(frozen=True)
 class Prediction:
     """One predicted run time: ``seconds`` at ``size``, the 95% interval [``low``, ``high``] around it, the

@@ -205,7 +205,10 @@ def load(path: str | Path, model: str) -> Correction:
         raise UserError(f"--correction {path}: not a correction file ({type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("kind") != "gpuprofiler correction":
         raise UserError(f"--correction {path}: not a correction file (write one with validate --fit-correction)")
-    for c in data.get("corrections", []):
+    corrections = data.get("corrections", [])
+    if not isinstance(corrections, list):
+        raise UserError(f"--correction {path}: corrections must be a list")
+    for c in corrections:
         if isinstance(c, dict) and c.get("model") == model:
             try:
                 corr = Correction(**c)

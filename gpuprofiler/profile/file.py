@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.textfile import read_text
 
 SCHEMA = "gpuprofiler.profile"
 SCHEMA_VERSION = 1
@@ -106,19 +107,27 @@ gpuprofiler hardware profile, schema version 1 (JSON)
   concurrency         work_items (entry: how many work-items run at once, and how it was found)
   failed              [{key, reason}] every measurement recorded as failed
 Entries: {value, unit, interval: [low, high], method, status: ok|failed, reason?, n?, method_version?}
+Checked on load (a UserError names the key): JSON of at most 32 levels, every number finite, integers within
+2^63; a section that is present has its type (a missing one reads as missing figures); an ok entry's value is
+a positive number and its interval two numbers, low <= high; a failed entry's value is null; clock.hz > 0;
+device figures >= 0 (0: not reported); curve points and caches have positive sizes.
 Figures whose method changed (method_versions; v1 is the old method):
 """ + _changed_methods_doc() + "\n"
 
 
 def entry(value: float | None, unit: str, method: str, interval: tuple[float, float] | None = None,
           **extra: Any) -> dict[str, Any]:
-    """A measured value with its unit, interval and method."""
-    ok = value is not None and math.isfinite(value)
+    """A measured value with its unit, interval and method. Every figure a profile holds is a time, a rate, a
+    size, a count or a clock: a value that is not positive and finite is recorded as failed, with the reason
+    (so that :func:`load_profile`, which refuses such values, reads every profile calibrate writes)."""
+    ok = value is not None and math.isfinite(value) and value > 0
     out = {"value": float(value) if ok else None, "unit": unit,
-           "interval": [float(interval[0]), float(interval[1])] if (ok and interval) else None,
+           "interval": [float(interval[0]), float(interval[1])] if (ok and interval and all(
+               v is not None and math.isfinite(v) for v in interval) and interval[0] <= interval[1]) else None,
            "method": method, "status": "ok" if ok else "failed"}
     if not ok:
-        out["reason"] = extra.pop("reason", "no value")
+        default = "no value" if value is None or not math.isfinite(value) else f"{value:.3g} {unit} is not positive"
+        out["reason"] = extra.pop("reason", default)
     out.update(extra)
     return out
 
@@ -197,18 +206,221 @@ class Profile:
         return path
 
 
+MAX_PROFILE_BYTES = 64 << 20   # a profile is a few hundred KiB; a larger file is refused before it is parsed
+MAX_PROFILE_DEPTH = 32          # levels of nesting (a profile has 6); deeper JSON is refused
+
+
+def _name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class _Validator:
+    """The profile's schema (:data:`SCHEMA_DOC`) checked on load: every failure names the key. Sections and keys
+    that are missing are allowed (a partial profile reads as figures missing); those present must have their
+    types, every number must be finite, and measured figures must be physically possible (positive)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, key: str, message: str) -> UserError:
+        return UserError(f"{self.path}: {key or 'the top level'}: {message}")
+
+    # -- every value ---------------------------------------------------------------------------
+    def walk(self, node: Any, key: str, depth: int) -> None:
+        """Numbers finite and integers within 2^63 anywhere; entries valid wherever they are; bounded depth."""
+        stack = [(node, key, depth)]
+        while stack:
+            node, key, depth = stack.pop()
+            if depth > MAX_PROFILE_DEPTH:
+                raise self.fail(key, f"nested more than {MAX_PROFILE_DEPTH} levels deep")
+            if isinstance(node, dict):
+                if is_entry(node):
+                    self.entry(node, key)
+                stack.extend((v, f"{key}.{k}" if key else str(k), depth + 1) for k, v in node.items())
+            elif isinstance(node, list):
+                stack.extend((v, f"{key}.{i}", depth + 1) for i, v in enumerate(node))
+            elif isinstance(node, float) and not math.isfinite(node):
+                raise self.fail(key, f"{node} is not a finite number")
+            elif isinstance(node, int) and not isinstance(node, bool) and abs(node) > 2 ** 63:
+                raise self.fail(key, "an integer larger than 2^63 in magnitude")
+
+    def entry(self, node: dict, key: str) -> None:
+        status = node.get("status")
+        if status not in ("ok", "failed", "skipped"):
+            raise self.fail(f"{key}.status", f"expected \"ok\" or \"failed\", got {status!r:.80}")
+        if not isinstance(node.get("unit"), str):
+            raise self.fail(f"{key}.unit", f"expected a string, got {_name(node.get('unit'))}")
+        value = node.get("value")
+        if status != "ok":
+            if value is not None:
+                raise self.fail(f"{key}.value", f"a {status} entry has value null, not {value!r:.80}")
+            return
+        self.positive(value, f"{key}.value", "an ok entry's value")
+        interval = node.get("interval")
+        if interval is not None:
+            if (not isinstance(interval, list) or len(interval) != 2 or not all(_real(v) for v in interval)
+                    or not all(math.isfinite(v) for v in interval)):
+                raise self.fail(f"{key}.interval", f"expected [low, high] (two finite numbers) or null, got "
+                                                   f"{interval!r:.80}")
+            if interval[0] > interval[1]:
+                raise self.fail(f"{key}.interval", f"low {interval[0]} is above high {interval[1]}")
+
+    # -- typed keys ----------------------------------------------------------------------------
+    def positive(self, value: Any, key: str, what: str = "the value") -> None:
+        if not _real(value):
+            raise self.fail(key, f"expected a number, got {_name(value)} {value!r:.80}")
+        if not math.isfinite(value) or value <= 0:
+            raise self.fail(key, f"{what} must be a positive finite number (a time, rate, size or clock), "
+                                 f"got {value!r}")
+
+    def typed(self, table: dict, key: str, prefix: str, kind: str, optional_null: bool = True) -> Any:
+        """``table[key]`` (absent: None) checked to be ``kind``: str, bool, dict, list, number, positive, int>=1."""
+        if key not in table:
+            return None
+        value, full = table[key], f"{prefix}.{key}" if prefix else key
+        if value is None and optional_null:
+            return None
+        checks = {"str": lambda v: isinstance(v, str), "bool": lambda v: isinstance(v, bool),
+                  "dict": lambda v: isinstance(v, dict), "list": lambda v: isinstance(v, list),
+                  "number": _real, "positive": _real, "nonnegative": _real,
+                  "count": lambda v: isinstance(v, int) and not isinstance(v, bool),
+                  "entry_or_number": lambda v: is_entry(v) or _real(v)}
+        if not checks[kind](value):
+            wanted = {"str": "a string", "bool": "true or false", "dict": "an object", "list": "a list",
+                      "number": "a number", "positive": "a positive number", "nonnegative": "a number >= 0",
+                      "count": "a whole number",
+                      "entry_or_number": "an entry {value, unit, interval, method, status} or a number"}[kind]
+            raise self.fail(full, f"expected {wanted}, got {_name(value)} {value!r:.80}")
+        if kind == "positive" or (kind == "entry_or_number" and _real(value)):
+            self.positive(value, full)
+        if kind in ("count", "nonnegative") and value < 0:
+            raise self.fail(full, f"expected {'a whole number' if kind == 'count' else 'a number'} >= 0, got {value}")
+        return value
+
+    def points(self, node: Any, key: str, positive: tuple[str, ...], numbers: tuple[str, ...]) -> None:
+        """A list of objects (curve points, caches): ``positive`` keys positive numbers, ``numbers`` any number
+        (raw measurements may be negative: the view leaves such points out), each may be null or absent."""
+        if node is None:
+            return
+        if not isinstance(node, list):
+            raise self.fail(key, f"expected a list, got {_name(node)}")
+        for i, point in enumerate(node):
+            if not isinstance(point, dict):
+                raise self.fail(f"{key}.{i}", f"expected an object, got {_name(point)} {point!r:.80}")
+            for name in positive:
+                self.typed(point, name, f"{key}.{i}", "positive")
+            for name in numbers:
+                self.typed(point, name, f"{key}.{i}", "number")
+
+    def check(self, data: Any) -> None:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise UserError(f"{self.path}: not a gpuprofiler hardware profile (no \"schema\": \"{SCHEMA}\")")
+        version = data.get("schema_version", 0)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise self.fail("schema_version", f"expected a whole number, got {_name(version)} {version!r:.80}")
+        if version > SCHEMA_VERSION:
+            raise UserError(f"{self.path}: profile schema {version} is newer than this gpuprofiler "
+                            f"({SCHEMA_VERSION}); upgrade gpuprofiler")
+        self.walk(data, "", 0)
+        for key in ("gpuprofiler_version", "created", "host", "command", "latency_pattern"):
+            self.typed(data, key, "", "str")
+        self.typed(data, "quick", "", "bool")
+        self.typed(data, "complete", "", "bool")              # calibrate's completeness marker
+        self.typed(data, "sections_done", "", "list")
+        self.typed(data, "section_errors", "", "dict")
+        for i, name in enumerate(data.get("sections_done") or []):
+            if not isinstance(name, str):
+                raise self.fail(f"sections_done.{i}", f"expected a section name, got {_name(name)} {name!r:.80}")
+        self.typed(data, "duration_s", "", "number")
+        for key in ("device", "clock", "launch", "memory", "bandwidth", "transfer", "local_memory", "concurrency",
+                    "instructions", "method_versions", "section_seconds"):
+            self.typed(data, key, "", "dict", optional_null=False)
+        for key in ("caches", "latency_curve", "sections", "failed"):
+            self.typed(data, key, "", "list", optional_null=False)
+        device = data.get("device") or {}
+        for key in ("id", "backend", "name", "vendor", "type", "driver", "platform", "slug", "compute_capability"):
+            self.typed(device, key, "device", "str")
+        # what the driver reported: 0 where it does not know (the view reads 0 as missing), never negative
+        for key in ("compute_units", "max_work_group_size", "warp_size", "global_mem_bytes", "local_mem_bytes"):
+            self.typed(device, key, "device", "count")
+        self.typed(device, "clock_mhz", "device", "nonnegative")
+        extra = self.typed(device, "extra", "device", "dict") or {}
+        for key, value in extra.items():
+            if _real(value) and value < 0:
+                raise self.fail(f"device.extra.{key}", f"expected a number >= 0, got {value!r}")
+        clock = data.get("clock") or {}
+        self.typed(clock, "hz", "clock", "positive")
+        self.typed(clock, "reported_hz", "clock", "nonnegative")
+        self.typed(clock, "source", "clock", "str")
+        for section in ("launch", "memory", "bandwidth", "transfer", "local_memory", "concurrency"):
+            table = data.get(section) or {}
+            for key, value in table.items():
+                if key.endswith(("_s", "_Bps", "_bytes", "_cycles")) or key in ("work_items",):
+                    self.typed(table, key, section, "entry_or_number")
+        self.typed(data.get("bandwidth") or {}, "by_width", "bandwidth", "dict")
+        for kind, widths in ((data.get("bandwidth") or {}).get("by_width") or {}).items():
+            if not isinstance(widths, dict):
+                raise self.fail(f"bandwidth.by_width.{kind}", f"expected an object, got {_name(widths)}")
+            for width, node in widths.items():
+                if not is_entry(node):
+                    raise self.fail(f"bandwidth.by_width.{kind}.{width}", "expected an entry {value, unit, ...}")
+        for op, record in (data.get("instructions") or {}).items():
+            key = f"instructions.{op}"
+            if not isinstance(record, dict):
+                raise self.fail(key, f"expected an object, got {_name(record)} {record!r:.80}")
+            self.typed(record, "status", key, "str")
+            self.typed(record, "reason", key, "str")
+            for name in ("latency_s", "latency_cycles", "throughput_ops_per_s", "throughput_ops_per_cycle_per_sm"):
+                if record.get(name) is not None and not is_entry(record[name]):
+                    raise self.fail(f"{key}.{name}", f"expected an entry {{value, unit, interval, method, status}}, "
+                                                     f"got {_name(record[name])} {record[name]!r:.80}")
+        self.points(data.get("caches"), "caches", ("size_bytes", "latency_s", "latency_cycles"), ())
+        for i, cache in enumerate(data.get("caches") or []):
+            self.typed(cache, "level", f"caches.{i}", "positive")
+            self.typed(cache, "name", f"caches.{i}", "str")
+        self.points(data.get("latency_curve"), "latency_curve", ("bytes",), ("latency_s",))
+        bandwidth = data.get("bandwidth") or {}
+        self.points(bandwidth.get("working_set_curve"), "bandwidth.working_set_curve", ("bytes",), ("Bps",))
+        self.points((data.get("launch") or {}).get("points"), "launch.points", ("threads", "local"),
+                    ("event_s", "engine_host_s", "round_trip_s"))
+        for key, value in (data.get("method_versions") or {}).items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise self.fail(f"method_versions.{key}", f"expected a version number >= 1, got {value!r:.80}")
+        for i, name in enumerate(data.get("sections") or []):
+            if not isinstance(name, str):
+                raise self.fail(f"sections.{i}", f"expected a section name, got {_name(name)} {name!r:.80}")
+        for i, item in enumerate(data.get("failed") or []):
+            if not isinstance(item, dict):
+                raise self.fail(f"failed.{i}", f"expected an object {{key, reason}}, got {_name(item)}")
+
+
+def validate_profile(data: Any, path: str | Path = "<profile>") -> None:
+    """Check ``data`` against the profile's schema; a UserError names the first key that is wrong."""
+    _Validator(Path(path)).check(data)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
 def load_profile(path: str | Path) -> Profile:
-    """Read a profile; a missing file, bad JSON or another schema is a UserError."""
+    """Read a profile and check it against the schema; a missing file, bad JSON, another schema or a wrong
+    value (type, NaN, a negative bandwidth) is a UserError that names the key."""
     path = Path(path)
+    text = read_text(path, "profile", MAX_PROFILE_BYTES, hint=" (run `gpuprofiler calibrate`)")
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"profile not found: {path} (run `gpuprofiler calibrate`)") from None
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"cannot read profile {path}: not valid JSON: {exc.msg} (at line {exc.lineno}, column "
+                        f"{exc.colno})") from None
+    except (RecursionError, MemoryError):
+        raise UserError(f"cannot read profile {path}: JSON nested too deeply") from None
+    except ValueError as exc:  # NaN / Infinity, or an integer of more than 4300 digits
         raise UserError(f"cannot read profile {path}: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise UserError(f"{path}: not a gpuprofiler hardware profile")
-    if data.get("schema_version", 0) > SCHEMA_VERSION:
-        raise UserError(f"{path}: profile schema {data['schema_version']} is newer than this gpuprofiler "
-                        f"({SCHEMA_VERSION}); upgrade gpuprofiler")
+    validate_profile(data, path)
     return Profile(data, path)

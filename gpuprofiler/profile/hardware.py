@@ -169,7 +169,8 @@ class HardwareView:
     def device_extra(self, name: str) -> float | None:
         """A number the driver reported beside the device's description (``l2_cache_bytes``)."""
         extra = self._device.get("extra")
-        return _number(extra.get(name)) if isinstance(extra, dict) else None
+        value = _number(extra.get(name)) if isinstance(extra, dict) else None
+        return value if value is not None and value > 0 else None  # 0: the driver does not know
 
     def instruction(self, name: str, what: str = "latency_s") -> Figure:
         """An instruction's figure (``latency_s``, ``latency_cycles``, ``throughput_ops_per_s``) by its profile

@@ -52,10 +52,10 @@ def cache_names(d: dict) -> list[str]:
 
 def show(profile: Profile) -> str:
     d = profile.data
-    dev = d.get("device", {})
+    dev = d.get("device") or {}
     lines = [f"{dev.get('name')} ({dev.get('id')}, {dev.get('driver')})",
              f"calibrated {d.get('created')} by gpuprofiler {d.get('gpuprofiler_version')}"
-             f"{' (quick)' if d.get('quick') else ''} in {d.get('duration_s', 0):.1f} s"]
+             f"{' (quick)' if d.get('quick') else ''} in {d.get('duration_s') or 0:.1f} s"]
     clock = d.get("clock") or {}
     if clock.get("hz"):
         lines.append(f"clock {clock['hz'] / 1e6:.0f} MHz ({clock.get('source')})")
@@ -75,7 +75,8 @@ def show(profile: Profile) -> str:
         caches = [c for c in d["caches"] if isinstance(c, dict)]
         for name, c in zip(cache_names(d), caches):
             cyc = f", {c['latency_cycles']:.1f} cycles" if c.get("latency_cycles") else ""
-            lines.append(f"  {name}: {c['size_bytes'] / 1024:.0f} KiB, {_fmt(c['latency_s'], 's')}{cyc}")
+            size = f"{c['size_bytes'] / 1024:.0f} KiB" if c.get("size_bytes") else "size -"
+            lines.append(f"  {name}: {size}, {_fmt(c.get('latency_s'), 's')}{cyc}")
     if d.get("instructions"):
         lines.append("instructions (latency; throughput)")
         for op, r in d["instructions"].items():

@@ -27,6 +27,7 @@ from gpuprofiler.measure.storage import MeasurementLog, read_records
 from gpuprofiler.models import correction, registry
 from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
 from gpuprofiler.models.fractal.regimes import recommended_small
+from gpuprofiler.models.maxplus.bounds import reaches
 from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs
 from gpuprofiler.workloads.sweep import Sweep, from_records, load_target, run_sweep
 
@@ -88,10 +89,10 @@ class Store:
         return self.groups.get((digest, size))
 
     def put(self, digest: str, size: int, records: list[dict]) -> None:
+        """Store one size's records (an app's phases) in one write: a crash keeps the group whole or not at all."""
         group = uuid.uuid4().hex
-        for r in records:
-            self.log.append({**r, "validate_digest": digest, "validate_group": group,
-                             "validate_group_size": len(records)})
+        self.log.append_many([{**r, "validate_digest": digest, "validate_group": group,
+                               "validate_group_size": len(records)} for r in records])
         self.groups[(digest, size)] = records
 
 
@@ -154,16 +155,14 @@ class ItemResult:
 
 
 def _measure(store: Store, backend, item, digest: str, sizes: list[int], policy: TimingPolicy, prog: Progress,
-             label: str) -> dict[int, list[dict]]:
-    """The records of every size, the stored ones reused and the others measured together, in alternation (a
-    size's group is stored once all of them are done)."""
+             label: str, isolate: bool | None = False) -> dict[int, list[dict]]:
+    """The records of every size, the stored ones reused and the others measured together, in alternation (each
+    size's group stored the moment its timing ends; with ``isolate``, in the device's worker process)."""
     todo = [s for s in sizes if store.get(digest, s) is None]
     if todo:
         prog.start(digest, max(todo), f"{label} size{'s' if len(todo) > 1 else ''} {', '.join(map(str, todo))}")
-        got: list[dict] = []
-        run_sweep(backend, item, todo, policy, on_record=got.append)
-        for size in todo:
-            store.put(digest, size, [r for r in got if int(r["size"]) == size])
+        run_sweep(backend, item, todo, policy, derive=reaches, isolate=isolate,
+                  on_size=lambda size, records: store.put(digest, size, records))
         prog.finish(digest, todo)
     return {s: store.get(digest, s) for s in sizes}
 
@@ -180,8 +179,9 @@ def check_models(models: list[str] | None) -> list[str]:
 
 def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | None = None, quick: bool = False,
         fresh: bool = False, say: Callable[[str], None] = lambda m: None,
-        items: list[str] | None = None, spec_sizes: bool = False) -> list[ItemResult]:
-    """Measure and predict every item of the suite; returns per-item results (rows for predictions.csv).
+        items: list[str] | None = None, spec_sizes: bool = False, isolate: bool | None = False) -> list[ItemResult]:
+    """Measure and predict every item of the suite; returns per-item results (rows for predictions.csv); with
+    ``isolate`` (None: unless ``GPUPROFILER_ISOLATION=off``) the launches run in the device's worker process.
 
     The small sizes of each item are those ``extrapolate`` recommends for its targets (hardware-aware, from the
     profile: :func:`~gpuprofiler.models.fractal.regimes.recommended_small`), or with ``spec_sizes`` the item's
@@ -209,7 +209,7 @@ def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | Non
     results = []
     for path, item, digest, small, notes in plan:
         name = getattr(item, "name", path.stem)
-        got = _measure(store, backend, item, digest, small + list(item.target), policy, prog, name)
+        got = _measure(store, backend, item, digest, small + list(item.target), policy, prog, name, isolate)
         sweep_recs = [r for s in small for r in got[s]]
         checks = {t: from_records(got[t]) for t in item.target}
         res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel", notes=list(notes))

@@ -67,8 +67,12 @@ def load_app(path: str | Path) -> App:
 
 def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: TimingPolicy | None = None,
                 check: bool = True, on_record: Callable[[dict], None] | None = None,
-                progress: Callable[[str], None] | None = None, interleave: bool = True) -> list[dict]:
-    """Run the app repeatedly at each size; one record per phase per size (device event times summed per run).
+                progress: Callable[[str], None] | None = None, interleave: bool = True,
+                on_size: Callable[[int, list[dict]], None] | None = None,
+                on_stage: Callable[[str, list[int]], None] | None = None) -> list[dict]:
+    """Run the app repeatedly at each size; one record per phase per size (device event times summed per run),
+    each passed to ``on_record`` as soon as it is built, and the records of one size together to ``on_size``;
+    ``on_stage("time", sizes)`` is told which sizes are about to run.
 
     With ``interleave`` the sizes run in rounds, one run of each size per round (each run allocates and frees
     its own buffers), so that a shared device's changing load falls on every size alike; the budget is the
@@ -100,13 +104,18 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
         if progress:
             progress(f"{app.name}: running size{'s' if len(group) > 1 else ''} {', '.join(map(str, group))}"
                      + (" in alternation" if len(group) > 1 else ""))
+        if on_stage:
+            on_stage("time", list(group))
         timings = Engine(policy).interleave([once_at(size) for size in group], budget_s=policy.budget_s * len(group))
         for size, timing in zip(group, timings):
-            for rec in _phase_records(app, size, runs[size][len(timing.warmup_s):], timing, policy, overhead,
-                                      checked[size], [s for s in group if s != size]):
+            mine = _phase_records(app, size, runs[size][len(timing.warmup_s):], timing, policy, overhead,
+                                  checked[size], [s for s in group if s != size])
+            for rec in mine:
                 records.append(rec)
                 if on_record:
                     on_record(rec)
+            if on_size:
+                on_size(size, mine)
     return records
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -12,6 +13,7 @@ from gpuprofiler.errors import DeviceError
 from gpuprofiler.measure.engine import Engine, Timing
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.records import KERNEL_METRIC, host_figures, record
+from gpuprofiler.workloads.bounds import Deriver, check_instance, check_sizes
 from gpuprofiler.workloads.checking import compare, poison
 from gpuprofiler.workloads.safe_eval import names_in
 from gpuprofiler.workloads.spec import KernelSpec, SpecInstance
@@ -35,6 +37,7 @@ def prepare(backend: Backend, spec: KernelSpec, size: int, seed: int = 0,
             overrides: dict[str, Any] | None = None, source_text: str | None = None) -> PreparedKernel:
     """Compile the spec's kernel (or ``source_text`` in its place) and upload its inputs at ``size``."""
     instance = spec.instantiate(size, overrides)
+    check_instance(instance)  # the declared shapes (measure_spec has followed the index expressions already)
     check_fits(backend, instance)
     source = spec.source_for(backend.kind)
     kernel = backend.compile(source_text if source_text is not None else source.read_text(), spec.kernel,
@@ -56,24 +59,33 @@ def host_available_bytes() -> int | None:
     return None
 
 
+def gib(need: int, have: int) -> tuple[str, str]:
+    """Two byte counts as GiB with two decimals; exact bytes where the rounded figures would read the same
+    ("8589934596 bytes exceeds ... (8589934592 bytes)", not "8.00 GiB exceeds ... (8.00 GiB)")."""
+    a, b = f"{need / 2**30:.2f} GiB", f"{have / 2**30:.2f} GiB"
+    return (a, b) if a != b else (f"{need} bytes", f"{have} bytes")
+
+
 def check_fits(backend: Backend, instance: SpecInstance) -> None:
     """Refuse, before allocating anything, a size whose arrays the device cannot hold."""
     info = backend.info
     need = instance.array_bytes
     if need > info.global_mem_bytes:
-        raise DeviceError(f"{instance.spec.name} at size {instance.size} needs {need / 2**30:.2f} GiB of device memory; "
-                          f"{info.name} has {info.global_mem_bytes / 2**30:.2f} GiB")
+        shown = gib(need, info.global_mem_bytes)
+        raise DeviceError(f"{instance.spec.name} at size {instance.size} needs {shown[0]} of device memory; "
+                          f"{info.name} has {shown[1]}")
     host = host_available_bytes()
     if host is not None and 2 * need > host:  # inputs, plus their copies for the reference check
-        raise DeviceError(f"{instance.spec.name} at size {instance.size} needs about {2 * need / 2**30:.2f} GiB of host "
-                          f"memory for its arrays and their check; {host / 2**30:.2f} GiB is available")
+        shown = gib(2 * need, host)
+        raise DeviceError(f"{instance.spec.name} at size {instance.size} needs about {shown[0]} of host "
+                          f"memory for its arrays and their check; {shown[1]} is available")
     limit = info.extra.get("max_mem_alloc_bytes")
     for arg in instance.spec.args:
         if not arg.is_scalar and limit:
-            nbytes = int(np.prod(instance.shapes[arg.name])) * arg.dtype.itemsize
+            nbytes = math.prod(instance.shapes[arg.name]) * arg.dtype.itemsize
             if nbytes > limit:
-                raise DeviceError(f"{arg.where}: {nbytes / 2**30:.2f} GiB exceeds the device's largest allocation "
-                                  f"({limit / 2**30:.2f} GiB)")
+                shown = gib(nbytes, limit)
+                raise DeviceError(f"{arg.where}: {shown[0]} exceeds the device's largest allocation ({shown[1]})")
 
 
 def launch(backend: Backend, prepared: PreparedKernel):
@@ -141,14 +153,23 @@ def rounds(backend: Backend, spec: KernelSpec, sizes: list[int], overrides: dict
 def measure_spec(backend: Backend, spec: KernelSpec, sizes: Iterable[int], policy: TimingPolicy | None = None,
                  check: bool = True, on_record: Callable[[dict], None] | None = None,
                  overrides: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None,
-                 interleave: bool = True) -> list[dict]:
-    """Measure ``spec`` at each size; each finished record is passed to ``on_record`` at once.
+                 interleave: bool = True, derive: Deriver | None = None, check_bounds: bool = True,
+                 on_size: Callable[[int, list[dict]], None] | None = None,
+                 on_stage: Callable[[str, list[int]], None] | None = None) -> list[dict]:
+    """Measure ``spec`` at each size; each finished record is passed to ``on_record`` at once (and the records of
+    one size, together, to ``on_size``).
 
-    With ``interleave`` the sizes are timed in rounds, one launch of each size per round (as many at once as
-    fit, see :func:`rounds`), so that a shared device's changing load falls on every size alike; the budget is
-    the policy's per size."""
+    First, before anything is compiled, every size's launch is checked against its buffers
+    (:func:`gpuprofiler.workloads.bounds.check_instance`, with ``derive`` following the kernel's index
+    expressions where given; ``check_bounds=False`` when the caller has done so). ``on_stage(stage, sizes)`` is
+    told what is about to run (``"prepare"``: compiling, uploading and checking one size; ``"time"``: timing a
+    group), so that a crash can be placed. With ``interleave`` the sizes are timed in rounds, one launch of each
+    size per round (as many at once as fit, see :func:`rounds`), so that a shared device's changing load falls on
+    every size alike; the budget is the policy's per size."""
     policy = policy or TimingPolicy()
     sizes = [int(s) for s in sizes]
+    if check_bounds:
+        check_sizes(spec, sizes, overrides, derive)
     groups = rounds(backend, spec, sizes, overrides) if interleave else [[s] for s in sizes]
     records = []
     for group in groups:
@@ -157,26 +178,88 @@ def measure_spec(backend: Backend, spec: KernelSpec, sizes: Iterable[int], polic
         for size in group:
             if progress:
                 progress(f"{spec.name}: size {size}: compiling, uploading{', checking' if check and spec.checks else ''}")
+            if on_stage:
+                on_stage("prepare", [size])
             one = prepare(backend, spec, size, overrides=overrides)
             checks.append((True, run_checked(backend, one)) if check and spec.checks else (False, None))
             prepared.append(one)
         if progress:
             progress(f"{spec.name}: timing size{'s' if len(group) > 1 else ''} {', '.join(map(str, group))}"
                      + (" in alternation" if len(group) > 1 else ""))
+        if on_stage:
+            on_stage("time", list(group))
         engine = Engine(policy)
         timings = engine.interleave([_timed_run(backend, engine, one) for one in prepared],
                                     budget_s=policy.budget_s * len(group))
         for size, one, (checked, check_error), timing in zip(group, prepared, checks, timings):
-            inst = one.instance
-            rec = record("kernel", spec.name, spec.kernel, size, timing.device_s, KERNEL_METRIC, str(spec.path),
-                         timing.policy.confidence, **host_figures(timing),
-                         checked=checked, check_error_over_tol=check_error, interleaved_with=[s for s in group if s != size],
-                         global_size=inst.global_size, local_size=inst.local_size, params=inst.names,
-                         flops=inst.flops, bytes=inst.bytes,
-                         gflops=inst.flops / timing.device.model / 1e9 if inst.flops else None,
-                         gbps=inst.bytes / timing.device.model / 1e9 if inst.bytes else None)
+            rec = spec_record(spec, size, one.instance, timing, checked, check_error,
+                              [s for s in group if s != size])
             records.append(rec)
             if on_record:
                 on_record(rec)
+            if on_size:
+                on_size(size, [rec])
         del prepared
     return records
+
+
+def spec_record(spec: KernelSpec, size: int, inst: SpecInstance, timing: Timing, checked: bool,
+                check_error: float | None, interleaved_with: list[int]) -> dict:
+    """The record of one timed size, built so that it cannot fail once the timing is done: the samples and the
+    launch first; the figures derived from the spec's expressions (``flops``, ``bytes``, ``params`` and the rates)
+    each become None, with the reason in ``derived_errors``, where they cannot be computed."""
+    rec = record("kernel", spec.name, spec.kernel, size, timing.device_s, KERNEL_METRIC, str(spec.path),
+                 timing.policy.confidence, **host_figures(timing),
+                 checked=checked, check_error_over_tol=check_error, interleaved_with=interleaved_with,
+                 global_size=[int(g) for g in inst.global_size],
+                 local_size=None if inst.local_size is None else [int(v) for v in inst.local_size])
+    model = rec["model_s"]
+    errors: dict[str, str] = {}
+
+    def derived(key: str, fn: Callable[[], Any]) -> None:
+        try:
+            value = fn()
+            if isinstance(value, complex) or (isinstance(value, float) and not math.isfinite(value)):
+                raise ValueError(f"not a finite real number: {value!r}")
+            rec[key] = value
+        except Exception as exc:  # noqa: BLE001 - a derived figure never costs the measurement
+            rec[key] = None
+            errors[key] = f"{type(exc).__name__}: {exc}"[:200]
+
+    derived("params", lambda: {str(k): _plain(v) for k, v in inst.names.items()})
+    derived("flops", lambda: None if inst.flops is None else _number(inst.flops))
+    derived("bytes", lambda: None if inst.bytes is None else _number(inst.bytes))
+    derived("gflops", lambda: rec["flops"] / model / 1e9 if rec["flops"] and model else None)
+    derived("gbps", lambda: rec["bytes"] / model / 1e9 if rec["bytes"] and model else None)
+    if errors:
+        rec["derived_errors"] = errors
+    return rec
+
+
+def _number(value: Any) -> float | int:
+    """A work count as a plain JSON number: an int that fits 64 bits, else a finite float."""
+    if isinstance(value, (bool, complex)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"not a real number: {value!r}")
+    if isinstance(value, (int, np.integer)) and abs(int(value)) < 2**63:
+        return int(value)
+    out = float(value)  # OverflowError past the float range
+    if not math.isfinite(out):
+        raise ValueError(f"not finite: {value!r}")
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A parameter's value for the record: numbers as JSON numbers (huge or complex ones as text)."""
+    if isinstance(value, (bool, str)) or value is None:
+        return value
+    try:
+        return _number(value)
+    except (ValueError, OverflowError, TypeError):
+        pass
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"<an integer of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001
+        text = f"<a {type(value).__name__}>"
+    return text if len(text) <= 64 else text[:61] + "..."

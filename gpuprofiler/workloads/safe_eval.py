@@ -3,21 +3,36 @@
 Size expressions (``"n*n + 1"``, ``"ceil(n/256)*256"``) use :func:`evaluate`;
 check expressions over numpy arrays use :func:`evaluate_array`, which adds
 subscripts, ``@`` and a few numpy functions.
+
+Evaluation is bounded, so that no expression can hang the tool or exhaust its memory: the text's
+length, the parsed tree's depth and node count (checked before anything is evaluated), the magnitude of
+every integer (past 2^63 is refused, a power is refused *before* it is computed when its result would be
+larger), floats must stay finite, complex results are refused, array results are limited in elements
+(checked before the operation that would allocate them), and the evaluation has a time limit. Each
+failure is a :class:`~gpuprofiler.errors.UserError` naming the field (``where``) and the limit.
 """
 
 from __future__ import annotations
 
 import ast
 import math
+import numbers
 import operator
+import time
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from gpuprofiler.errors import UserError
 
-MAX_LENGTH = 2000
-MAX_POWER_EXPONENT = 256
+MAX_LENGTH = 2000            # characters of one expression
+MAX_DEPTH = 64               # levels of the parsed tree (a sum of 30 terms is 31 levels deep)
+MAX_NODES = 1000             # nodes of the parsed tree (the largest builtin check has about 400)
+MAX_POWER_EXPONENT = 256     # |exponent| of a power
+MAX_INT = 2 ** 63            # |integer| results past this are refused
+MAX_ARRAY_ELEMENTS = 1 << 28  # elements of one array a check expression may create (2 GiB as float64)
+MAX_SECONDS = 2.0            # a size expression's time limit
+MAX_ARRAY_SECONDS = 600.0    # a check expression's time limit (checked between operations)
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
@@ -93,6 +108,40 @@ ARRAY_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sort": _sort,
     "csr_matvec": csr_matvec,
 }
+# array functions whose arguments broadcast against each other (the result has the broadcast shape)
+_BROADCASTING = frozenset(["minimum", "maximum", "where"])
+
+
+def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The shape ``a @ b`` would have (None where numpy itself will refuse the operands)."""
+    if not a or not b:
+        return None
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        return None
+    try:
+        batch = np.broadcast_shapes(a2[:-2], b2[:-2])
+    except ValueError:
+        return None
+    shape = tuple(batch) + (a2[-2], b2[-1])
+    if len(a) == 1:
+        shape = shape[:-2] + shape[-1:]
+    if len(b) == 1:
+        shape = shape[:-1]
+    return shape
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    count = 1
+    for s in shape:
+        count *= int(s)
+    return count
+
+
+# numpy's ufuncs take an output array after their inputs: a third argument to maximum() would be written into
+_ARRAY_ARITY = {**{f: (1, 1) for f in ("ceil", "floor", "log2", "log", "abs", "sqrt", "exp", "sin", "cos")},
+                "minimum": (2, 2), "maximum": (2, 2), "where": (3, 3), "matmul": (2, 2), "transpose": (1, 1)}
 
 
 class _Evaluator:
@@ -101,59 +150,152 @@ class _Evaluator:
         self.functions = functions
         self.arrays = arrays
         self.where = where
+        self.limit_s = MAX_ARRAY_SECONDS if arrays else MAX_SECONDS
+        self.deadline = time.monotonic() + self.limit_s
+        # an operation may make arrays as large as the spec's own arrays, or up to MAX_ARRAY_ELEMENTS
+        self.max_elements = max([MAX_ARRAY_ELEMENTS] + [int(v.size) for v in names.values() if isinstance(v, np.ndarray)])
 
     def fail(self, message: str) -> UserError:
         return UserError(f"{self.where}: {message}")
 
+    # -- bounds ------------------------------------------------------------------------------
+    @staticmethod
+    def _what(what: str | ast.AST) -> str:
+        return what if isinstance(what, str) else f"the result of {ast.unparse(what)[:80]!r}"
+
+    def bounded(self, value: Any, what: str | ast.AST) -> Any:
+        """``value`` if it is within the limits (integers up to 2^63, finite real floats, arrays of at most
+        ``max_elements`` real elements); a UserError naming ``what`` (a text, or the expression's node, formatted
+        only on failure) otherwise."""
+        if isinstance(value, (bool, np.bool_)):
+            return value
+        if isinstance(value, numbers.Integral):
+            if abs(int(value)) > MAX_INT:
+                raise self.fail(f"{self._what(what)} is larger than 2^63 in magnitude (integers are limited to +-2^63)")
+            return value
+        if isinstance(value, numbers.Real):
+            if not math.isfinite(value):
+                raise self.fail(f"{self._what(what)} is not a finite number ({value})")
+            return value
+        if isinstance(value, (numbers.Complex, np.complexfloating)):
+            raise self.fail(f"{self._what(what)} is a complex number ({value}): only real results are allowed")
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind == "c":
+                raise self.fail(f"{self._what(what)} is complex: only real results are allowed")
+            if value.dtype.kind not in "biuf":
+                raise self.fail(f"{self._what(what)} is not numeric (dtype {value.dtype})")
+            if value.size > self.max_elements:
+                raise self.fail(f"{self._what(what)} has {value.size} elements: more than the limit of "
+                                f"{self.max_elements}")
+            return value
+        raise self.fail(f"{self._what(what)} is not a number ({type(value).__name__})")
+
+    def check_elements(self, shape: tuple[int, ...], what: str) -> None:
+        count = _elements(shape)
+        if count > self.max_elements:
+            raise self.fail(f"{what} would have {count} elements (shape {shape}): more than the limit of "
+                            f"{self.max_elements}")
+
+    def broadcast(self, values: list[Any], what: str) -> None:
+        """Refuse, before computing it, an operation on arrays whose broadcast result would be too large."""
+        shapes = [np.shape(v) for v in values if isinstance(v, np.ndarray)]
+        if len(shapes) < 2:  # one array (or none): the result is no larger than the operand
+            return
+        try:
+            shape = np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise self.fail(f"{what}: shapes {' and '.join(str(s) for s in shapes)} do not broadcast") from None
+        self.check_elements(tuple(shape), what)
+
+    def power(self, left: Any, right: Any) -> None:
+        """Refuse a power whose result would be past the integer limit, before it is computed."""
+        if np.ndim(right) == 0 and abs(float(right)) > MAX_POWER_EXPONENT:
+            raise self.fail(f"exponent {right} is too large (the limit is {MAX_POWER_EXPONENT})")
+        if (isinstance(left, numbers.Integral) and isinstance(right, numbers.Integral)
+                and not isinstance(left, (bool, np.bool_)) and int(right) > 0 and abs(int(left)) > 1):
+            bits = math.log2(abs(int(left))) * int(right)
+            if bits > 63:
+                raise self.fail(f"{left} ** {right} would be about 2^{bits:.0f}: larger than 2^63 in magnitude "
+                                "(integers are limited to +-2^63)")
+
+    # -- the walk ----------------------------------------------------------------------------
     def visit(self, node: ast.AST) -> Any:
+        if time.monotonic() > self.deadline:
+            raise self.fail(f"evaluation took longer than the limit of {self.limit_s:g} s")
         if isinstance(node, ast.Expression):
             return self.visit(node.body)
         if isinstance(node, ast.Constant):
             if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
                 raise self.fail(f"only numbers are allowed, not {node.value!r}")
-            return node.value
+            return self.bounded(node.value, f"the number {node.value!r}")
         if isinstance(node, ast.Name):
             if node.id in self.names:
-                return self.names[node.id]
+                return self.bounded(self.names[node.id], f"the value of {node.id}")
             raise self.fail(f"unknown name {node.id!r} (known: {', '.join(sorted(self.names)) or 'none'})")
         if isinstance(node, ast.BinOp):
             left, right = self.visit(node.left), self.visit(node.right)
             if isinstance(node.op, ast.MatMult) and self.arrays:
-                return np.matmul(left, right)
+                if isinstance(left, np.ndarray) and isinstance(right, np.ndarray):
+                    shape = _matmul_shape(left.shape, right.shape)
+                    if shape is not None:
+                        self.check_elements(shape, repr(ast.unparse(node)[:80]))
+                return self.bounded(self._apply(np.matmul, left, right, node), node)
             op = _BINOPS.get(type(node.op))
             if op is None:
                 raise self.fail(f"operator {type(node.op).__name__} is not allowed")
-            if isinstance(node.op, ast.Pow) and np.ndim(right) == 0 and abs(float(right)) > MAX_POWER_EXPONENT:
-                raise self.fail(f"exponent {right} is too large")
-            try:
-                return op(left, right)
-            except ZeroDivisionError:
-                raise self.fail("division by zero") from None
-            except (OverflowError, ValueError, TypeError) as exc:
-                raise self.fail(str(exc)) from None
+            if isinstance(node.op, ast.Pow):
+                self.power(left, right)
+            if self.arrays:
+                self.broadcast([left, right], repr(ast.unparse(node)[:80]))
+            return self.bounded(self._apply(op, left, right, node), node)
         if isinstance(node, ast.UnaryOp):
             op = _UNARY.get(type(node.op))
             if op is None:
                 raise self.fail(f"operator {type(node.op).__name__} is not allowed")
-            return op(self.visit(node.operand))
+            return self.bounded(op(self.visit(node.operand)), node)
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in self.functions:
-                name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+                name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)[:80]
                 raise self.fail(f"function {name!r} is not allowed (allowed: {', '.join(sorted(self.functions))})")
             if node.keywords:
                 raise self.fail("keyword arguments are not allowed")
+            name = node.func.id
             args = [self.visit(a) for a in node.args]
+            if self.arrays:
+                low, high = _ARRAY_ARITY.get(name, (0, len(args)))
+                if not low <= len(args) <= high:
+                    want = str(low) if low == high else f"{low} to {high}"
+                    raise self.fail(f"{name}() takes {want} argument(s), got {len(args)}")
+                if name in _BROADCASTING:
+                    self.broadcast(args, f"{name}()")
+                elif name == "matmul" and len(args) == 2 and all(isinstance(a, np.ndarray) for a in args):
+                    shape = _matmul_shape(args[0].shape, args[1].shape)
+                    if shape is not None:
+                        self.check_elements(shape, "matmul()")
             try:
-                return self.functions[node.func.id](*args)
-            except (ValueError, TypeError, OverflowError, ZeroDivisionError) as exc:
-                raise self.fail(f"{node.func.id}(): {exc}") from None
+                result = self.functions[name](*args)
+            except (ValueError, TypeError, OverflowError, ZeroDivisionError, IndexError) as exc:
+                raise self.fail(f"{name}(): {exc}") from None
+            return self.bounded(result, node)
         if isinstance(node, ast.Subscript) and self.arrays:
             value = self.visit(node.value)
+            index = self._index(node.slice)
+            if not isinstance(value, np.ndarray):
+                raise self.fail(f"bad subscript: {ast.unparse(node.value)[:80]!r} is not an array")
             try:
-                return value[self._index(node.slice)]
-            except (IndexError, TypeError) as exc:
+                result = value[index]
+            except (IndexError, TypeError, ValueError, OverflowError) as exc:
                 raise self.fail(f"bad subscript: {exc}") from None
+            return self.bounded(result, node)
         raise self.fail(f"{type(node).__name__} is not allowed in an expression")
+
+    def _apply(self, op: Callable[[Any, Any], Any], left: Any, right: Any, node: ast.AST) -> Any:
+        try:
+            return op(left, right)
+        except ZeroDivisionError:
+            raise self.fail("division by zero") from None
+        except (OverflowError, ValueError, TypeError) as exc:
+            raise self.fail(f"{ast.unparse(node)[:80]!r}: {exc}") from None
 
     def _index(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Tuple):
@@ -162,28 +304,62 @@ class _Evaluator:
             parts = [None if p is None else self._int(self.visit(p)) for p in (node.lower, node.upper, node.step)]
             return slice(*parts)
         value = self.visit(node)
-        return value if np.ndim(value) > 0 else self._int(value)
+        if np.ndim(value) > 0:
+            if value.dtype.kind not in "biu":
+                raise self.fail(f"an index array must hold integers or booleans, not {value.dtype}")
+            return value
+        return self._int(value)
 
     def _int(self, value: Any) -> int:
+        if np.ndim(value) != 0 or isinstance(value, (bool, np.bool_)):
+            raise self.fail(f"an index or slice bound must be a single whole number, got {value!r}"[:200])
         if float(value) != int(value):
             raise self.fail(f"index {value} is not an integer")
         return int(value)
 
 
+def _tree_size(tree: ast.AST) -> tuple[int, int]:
+    """Depth and node count of a parsed tree, without recursion (a deep tree cannot overflow the stack)."""
+    depth, nodes = 0, 0
+    stack = [(tree, 1)]
+    while stack:
+        node, level = stack.pop()
+        nodes += 1
+        depth = max(depth, level)
+        if nodes > MAX_NODES or depth > MAX_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in ast.iter_child_nodes(node))
+    return depth, nodes
+
+
 def parse(text: Any, where: str) -> ast.Expression:
-    """Parse an expression (syntax only); raises UserError naming ``where``."""
+    """Parse an expression (syntax and size limits only); raises UserError naming ``where``."""
     if isinstance(text, bool):
         raise UserError(f"{where}: expected a number or an expression, got {text!r}")
+    if isinstance(text, float) and not math.isfinite(text):
+        raise UserError(f"{where}: {text} is not a finite number")
     if isinstance(text, (int, float)):
+        if isinstance(text, int) and abs(text) > MAX_INT:
+            raise UserError(f"{where}: the number is larger than 2^63 in magnitude (integers are limited to +-2^63)")
         text = repr(text)
     if not isinstance(text, str):
         raise UserError(f"{where}: expected a number or an expression string, got {type(text).__name__}")
     if len(text) > MAX_LENGTH:
         raise UserError(f"{where}: expression longer than {MAX_LENGTH} characters")
     try:
-        return ast.parse(text.strip(), mode="eval")
+        tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
-        raise UserError(f"{where}: cannot parse {text!r}: {exc.msg}") from None
+        raise UserError(f"{where}: cannot parse {text[:200]!r}: {exc.msg}") from None
+    except ValueError as exc:  # Python 3.11: "source code string cannot contain null bytes"
+        raise UserError(f"{where}: cannot parse {text[:200]!r}: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise UserError(f"{where}: expression nested too deeply to parse (the depth limit is {MAX_DEPTH})") from None
+    depth, nodes = _tree_size(tree)
+    if nodes > MAX_NODES:
+        raise UserError(f"{where}: expression has more than {MAX_NODES} parts (numbers, names and operators)")
+    if depth > MAX_DEPTH:
+        raise UserError(f"{where}: expression nested more than {MAX_DEPTH} levels deep")
+    return tree
 
 
 def evaluate(text: Any, names: Mapping[str, Any] | None = None, where: str = "expression") -> int | float:
@@ -198,6 +374,8 @@ def evaluate_int(text: Any, names: Mapping[str, Any] | None = None, where: str =
         if not value.is_integer():
             raise UserError(f"{where}: {text!r} gives {value}, not a whole number")
         value = int(value)
+        if abs(value) > MAX_INT:
+            raise UserError(f"{where}: {text!r} gives {value:.3g}: larger than 2^63 in magnitude")
     return int(value)
 
 

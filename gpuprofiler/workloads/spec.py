@@ -6,6 +6,8 @@ expression goes through :mod:`gpuprofiler.workloads.safe_eval`. Errors name the 
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.workloads.safe_eval import evaluate, evaluate_int, parse
+from gpuprofiler.textfile import read_text
+from gpuprofiler.workloads.safe_eval import MAX_INT, evaluate, evaluate_int, parse
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -30,6 +33,17 @@ _SUFFIX_KIND = {".cl": "opencl", ".cu": "cuda"}
 _TOP_KEYS = {"name", "description", "kernel", "size", "small", "target", "source", "params", "defines",
              "args", "launch", "work", "check", "size_multiple"}
 _ARG_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "start", "step", "output"}
+_LAUNCH_KEYS = {"global", "local"}
+_CHECK_KEYS = {"got", "expect", "rtol", "atol"}
+MAX_SPEC_BYTES = 1 << 20  # a spec file is a page of TOML: a larger file is refused before it is parsed
+MAX_SOURCE_BYTES = 16 << 20  # a kernel's source file
+# a C identifier: what a define's name, a kernel's name and an argument's name must be (ASCII only: the name
+# reaches the compiler, and `-D` followed by anything else would be a compiler option)
+C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_c_identifier(name: Any) -> bool:
+    return isinstance(name, str) and C_IDENTIFIER.fullmatch(name) is not None and len(name) <= 255
 
 
 @dataclass
@@ -94,6 +108,10 @@ class KernelSpec:
 
     def instantiate(self, size: int, overrides: dict[str, Any] | None = None) -> "SpecInstance":
         """Evaluate every expression at ``size`` and return the concrete launch."""
+        if isinstance(size, float) and size.is_integer() and abs(size) <= MAX_INT:
+            size = int(size)
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not 0 < int(size) <= MAX_INT:
+            raise UserError(f"{self.path}: {self.size}={size!r}: a size must be a whole number from 1 to 2^63")
         if int(size) % self.size_multiple:
             raise UserError(f"{self.path}: {self.size}={size} is not a multiple of size_multiple = {self.size_multiple}")
         names: dict[str, Any] = {self.size: int(size)}
@@ -110,6 +128,8 @@ class KernelSpec:
             local = [evaluate_int(g, names, f"{self.path}: launch.local[{i}]") for i, g in enumerate(self.local_size)]
         if any(g <= 0 for g in glob) or (local and any(v <= 0 for v in local)):
             raise UserError(f"{self.path}: launch sizes must be positive at {self.size}={size}: global {glob}, local {local}")
+        if math.prod(glob) > MAX_INT:
+            raise UserError(f"{self.path}: launch.global: {glob} is more than 2^63 work-items at {self.size}={size}")
         shapes = {}
         for arg in self.args:
             if arg.is_scalar:
@@ -117,6 +137,10 @@ class KernelSpec:
             shape = tuple(evaluate_int(s, names, f"{arg.where}.shape") for s in arg.shape)
             if any(s < 0 for s in shape):
                 raise UserError(f"{arg.where}.shape: negative extent {shape} at {self.size}={size}")
+            # numpy multiplies the extents out (a zero among them included) and make_args draws in 8-byte elements
+            # before casting: that product must fit numpy's sizes
+            if math.prod(s for s in shape if s) * max(arg.dtype.itemsize, 8) >= MAX_INT:
+                raise UserError(f"{arg.where}.shape: {shape} is more than 2^63 bytes at {self.size}={size}")
             shapes[arg.name] = shape
         scalars = {}
         for arg in self.args:
@@ -124,8 +148,12 @@ class KernelSpec:
                 expr = getattr(arg, key)
                 if expr is not None and (key == "value" or arg.init in ("random", "range")):
                     value = evaluate(expr, names, f"{arg.where}.{key}")
-                    if arg.is_scalar:
-                        scalars[arg.name] = _scalar(value, arg)
+                    if key == "value" and (arg.is_scalar or arg.init == "value"):
+                        checked = _scalar(value, arg, f"{arg.where}.value")  # an array's every element must fit too
+                        if arg.is_scalar:
+                            scalars[arg.name] = checked
+                    elif key in ("low", "high") and arg.init == "random" and arg.dtype.kind in "iu":
+                        _fits_integers(value, arg, key)
         work = {}
         for key in ("flops", "bytes"):
             expr = getattr(self, key)
@@ -224,7 +252,7 @@ class SpecInstance:
 
     @property
     def array_bytes(self) -> int:
-        return sum(int(np.prod(s)) * a.dtype.itemsize for a in self.spec.args if not a.is_scalar
+        return sum(math.prod(s) * a.dtype.itemsize for a in self.spec.args if not a.is_scalar
                    for s in [self.shapes[a.name]])
 
 
@@ -238,14 +266,36 @@ def _uniform(x: np.ndarray) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
-def _scalar(value: Any, arg: ArgSpec) -> Any:
-    """``value`` as the argument's numpy scalar type; integers must fit (an int32 size of 2**31 is refused)."""
+def _scalar(value: Any, arg: ArgSpec, where: str) -> Any:
+    """``value`` as the argument's numpy scalar type; it must fit (an int32 size of 2**31, or 1e39 as a float32,
+    is refused)."""
     if arg.dtype.kind in "iu":
         info = np.iinfo(arg.dtype)
         if value != int(value) or not info.min <= value <= info.max:
-            raise UserError(f"{arg.where}.value: {value} does not fit in {arg.dtype.name}")
+            raise UserError(f"{where}: {value} does not fit in {arg.dtype.name}")
         value = int(value)
+    elif abs(value) > float(np.finfo(arg.dtype).max):
+        raise UserError(f"{where}: {value} does not fit in {arg.dtype.name} (its largest value is "
+                        f"{float(np.finfo(arg.dtype).max):g})")
     return arg.dtype.type(value)
+
+
+def _fits_integers(value: Any, arg: ArgSpec, key: str) -> None:
+    """Bounds of random integers must lie in the dtype's range (``high`` is exclusive: up to max + 1)."""
+    info = np.iinfo(arg.dtype)
+    top = info.max + (1 if key == "high" else 0)
+    if not info.min <= value <= top:
+        raise UserError(f"{arg.where}.{key}: {value} is outside the range of {arg.dtype.name} ({info.min} .. {top})")
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a table", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _require(table: dict, key: str, where: str, types, what: str):
@@ -253,101 +303,172 @@ def _require(table: dict, key: str, where: str, types, what: str):
         raise UserError(f"{where}.{key}: missing ({what})")
     value = table[key]
     if not isinstance(value, types) or isinstance(value, bool):
-        raise UserError(f"{where}.{key}: expected {what}, got {value!r}")
+        raise UserError(f"{where}.{key}: expected {what}, got {_type_name(value)} {_shown(value)}")
+    return value
+
+
+def _optional(table: dict, key: str, where: str, types, what: str, default: Any) -> Any:
+    if key not in table:
+        return default
+    return _require(table, key, where, types, what)
+
+
+def _expression(value: Any, where: str) -> Any:
+    """An expression field's raw value (a number or a string), its syntax and size checked now."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise UserError(f"{where}: expected a number or an expression string, got {_type_name(value)} {_shown(value)}")
+    parse(value, where)
     return value
 
 
 def _expr_list(value: Any, where: str) -> list[Any]:
     items = value if isinstance(value, list) else [value]
     if not items or len(items) > 3:
-        raise UserError(f"{where}: expected 1 to 3 sizes, got {value!r}")
+        raise UserError(f"{where}: expected 1 to 3 sizes, got {_shown(value)}")
     for item in items:
         if isinstance(item, bool) or not isinstance(item, (int, float, str)):
-            raise UserError(f"{where}: expected a number or an expression, got {item!r}")
+            raise UserError(f"{where}: expected a number or an expression, got {_type_name(item)} {_shown(item)}")
     out = []
     for item in items:
         if isinstance(item, str) and "," in item:
             out += [p.strip() for p in item.split(",")]
         else:
             out.append(item)
+    if len(out) > 3:
+        raise UserError(f"{where}: expected 1 to 3 sizes, got {_shown(value)}")
+    for i, item in enumerate(out):
+        parse(item, f"{where}[{i}]")
     return out
 
 
 def _sizes(value: Any, where: str) -> list[int]:
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value):
-        raise UserError(f"{where}: expected a list of positive integers, got {value!r}")
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_INT
+                                              for v in value):
+        raise UserError(f"{where}: expected a list of positive integers up to 2^63, got {_shown(value)}")
     return list(value)
+
+
+def _table(raw: dict, key: str, where: str) -> dict:
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise UserError(f"{where}.{key}: expected a table, got {_type_name(value)} {_shown(value)}")
+    return value
 
 
 def _parse_arg(raw: Any, index: int, where: str) -> ArgSpec:
     w = f"{where}: args[{index}]"
     if not isinstance(raw, dict):
-        raise UserError(f"{w}: expected a table ([[args]])")
+        raise UserError(f"{w}: expected a table ([[args]]), got {_type_name(raw)} {_shown(raw)}")
     unknown = set(raw) - _ARG_KEYS
     if unknown:
-        raise UserError(f"{w}: unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(_ARG_KEYS))})")
+        raise UserError(f"{w}: unknown field(s) {', '.join(sorted(map(str, unknown)))} "
+                        f"(allowed: {', '.join(sorted(_ARG_KEYS))})")
     name = _require(raw, "name", w, str, "the argument's name")
-    if not name.isidentifier():
-        raise UserError(f"{w}.name: {name!r} is not a valid name")
+    if not is_c_identifier(name):
+        raise UserError(f"{w}.name: {_shown(name)} is not a valid name (letters, digits and _, not first a digit)")
     w = f"{where}: args[{index}] ({name})"
     dtype_name = _require(raw, "dtype", w, str, "a dtype name")
     if dtype_name not in DTYPES:
-        raise UserError(f"{w}.dtype: unknown dtype {dtype_name!r} (use one of: {', '.join(DTYPES)})")
+        raise UserError(f"{w}.dtype: unknown dtype {_shown(dtype_name)} (use one of: {', '.join(DTYPES)})")
     output = raw.get("output", False)
     if not isinstance(output, bool):
-        raise UserError(f"{w}.output: expected true or false, got {output!r}")
+        raise UserError(f"{w}.output: expected true or false, got {_shown(output)}")
+    exprs = {key: _expression(raw.get(key), f"{w}.{key}") for key in ("value", "low", "high", "start", "step")}
     if "shape" not in raw:
         if "value" not in raw:
             raise UserError(f"{w}: a scalar argument needs `value`; an array needs `shape`")
         if output:
             raise UserError(f"{w}.output: a scalar argument cannot be an output")
-        return ArgSpec(name, np.dtype(dtype_name), None, init="value", value=raw["value"], where=w)
+        return ArgSpec(name, np.dtype(dtype_name), None, init="value", value=exprs["value"], where=w)
     shape = _expr_list(raw["shape"], f"{w}.shape")
     init = raw.get("init", "zeros" if output else "random")
-    if init not in INITS:
-        raise UserError(f"{w}.init: unknown init {init!r} (use one of: {', '.join(INITS)})")
+    if not isinstance(init, str) or init not in INITS:
+        raise UserError(f"{w}.init: unknown init {_shown(init)} (use one of: {', '.join(INITS)})")
     if init == "value" and "value" not in raw:
         raise UserError(f"{w}.value: init = \"value\" needs `value`")
-    return ArgSpec(name, np.dtype(dtype_name), shape, init, raw.get("value"), raw.get("low"), raw.get("high"),
-                   raw.get("start", 0), raw.get("step", 1), output, w)
+    return ArgSpec(name, np.dtype(dtype_name), shape, init, exprs["value"], exprs["low"], exprs["high"],
+                   0 if exprs["start"] is None else exprs["start"], 1 if exprs["step"] is None else exprs["step"],
+                   output, w)
+
+
+def _parse_toml(path: Path) -> dict:
+    """The spec file's TOML: every error tomllib can raise becomes a UserError with the line (and column)."""
+    text = read_text(path, "spec", MAX_SPEC_BYTES, hint="" if path.suffix else " (a spec file ends in .toml)")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # its message ends "(at line L, column C)"
+        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise UserError(f"{path}: not valid TOML: tables or arrays nested too deeply") from None
+    except ValueError as exc:  # raised by a value's own conversion (an integer of more than 4300 digits)
+        raise UserError(f"{path}: not valid TOML: {exc}{_failing_line(text)}") from None
+
+
+def _failing_line(text: str) -> str:
+    """" (at line L)" for the line where tomllib's own conversion of a value fails (what it reports without a
+    line): the shortest prefix of the file that fails the same way ends there (found by bisection, a few parses)."""
+    lines = text.splitlines(keepends=True)
+
+    def fails(i: int) -> bool:
+        try:
+            tomllib.loads("".join(lines[:i]))
+        except tomllib.TOMLDecodeError:
+            return False  # a prefix cut inside a value: not this error
+        except (ValueError, RecursionError, MemoryError):
+            return True
+        return False
+
+    if not lines or not fails(len(lines)):
+        return ""
+    lo, hi = 1, len(lines)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fails(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return f" (at line {lo})"
 
 
 def load_spec(path: str | Path) -> KernelSpec:
     """Read and validate a spec file; any problem raises UserError naming the file and field."""
     path = Path(path)
-    try:
-        raw = tomllib.loads(path.read_text())
-    except FileNotFoundError:
-        raise UserError(f"spec file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"cannot read spec {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    raw = _parse_toml(path)
     where = str(path)
     unknown = set(raw) - _TOP_KEYS
     if unknown:
         raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(_TOP_KEYS))})")
     kernel = _require(raw, "kernel", where, str, "the kernel function's name")
-    name = raw.get("name", path.stem)
+    if not is_c_identifier(kernel):
+        raise UserError(f"{where}.kernel: {_shown(kernel)} is not a kernel function's name (a C identifier)")
+    name = _optional(raw, "name", where, str, "the spec's name", path.stem)
+    description = _optional(raw, "description", where, str, "a description", "")
     size = raw.get("size", "n")
-    if not isinstance(size, str) or not size.isidentifier():
-        raise UserError(f"{where}.size: expected the size parameter's name, got {size!r}")
+    if not is_c_identifier(size):
+        raise UserError(f"{where}.size: expected the size parameter's name, got {_shown(size)}")
 
     source = _require(raw, "source", where, (str, dict), "a source path or a table {opencl = ..., cuda = ...}")
     sources: dict[str, Path] = {}
     if isinstance(source, str):
-        kind = _SUFFIX_KIND.get(Path(source).suffix)
+        kind = _SUFFIX_KIND.get(Path(source).suffix) if "\0" not in source else None
         if kind is None:
-            raise UserError(f"{where}.source: {source!r} must end in .cl (OpenCL) or .cu (CUDA)")
+            raise UserError(f"{where}.source: {_shown(source)} must end in .cl (OpenCL) or .cu (CUDA)")
         sources[kind] = path.parent / source
     else:
         for kind, rel in source.items():
-            if kind not in BACKEND_KINDS or not isinstance(rel, str):
+            if kind not in BACKEND_KINDS or not isinstance(rel, str) or "\0" in rel:
                 raise UserError(f"{where}.source.{kind}: expected opencl = \"file.cl\" and/or cuda = \"file.cu\"")
             sources[kind] = path.parent / rel
     for kind, src in sources.items():
-        if not src.is_file():
+        try:
+            found = src.is_file()
+        except OSError as exc:  # a name too long for the file system
+            raise UserError(f"{where}.source.{kind}: cannot read {_shown(str(src))}: {exc.strerror or exc}") from None
+        if not found:
             raise UserError(f"{where}.source.{kind}: file not found: {src}")
+        read_text(src, "kernel source", MAX_SOURCE_BYTES)  # text (UTF-8) of a sane size, or refused now, by line
 
     args_raw = _require(raw, "args", where, list, "a list of [[args]] tables")
     args = [_parse_arg(a, i, where) for i, a in enumerate(args_raw)]
@@ -358,6 +479,9 @@ def load_spec(path: str | Path) -> KernelSpec:
         seen.add(a.name)
 
     launch = _require(raw, "launch", where, dict, "a [launch] table with global and local")
+    if set(launch) - _LAUNCH_KEYS:
+        raise UserError(f"{where}.launch: unknown field(s) {', '.join(sorted(set(launch) - _LAUNCH_KEYS))} "
+                        "(allowed: global, local)")
     glob = _expr_list(_require(launch, "global", f"{where}.launch", (list, str, int), "global sizes"), f"{where}.launch.global")
     local = None
     if "local" in launch:
@@ -365,35 +489,52 @@ def load_spec(path: str | Path) -> KernelSpec:
         if len(local) != len(glob):
             raise UserError(f"{where}.launch.local: {len(local)} dimensions but launch.global has {len(glob)}")
 
-    params = raw.get("params", {})
-    defines = raw.get("defines", {})
-    work = raw.get("work", {})
-    for key, table in (("params", params), ("defines", defines), ("work", work)):
-        if not isinstance(table, dict):
-            raise UserError(f"{where}.{key}: expected a table")
+    params = _table(raw, "params", where)
+    defines = _table(raw, "defines", where)
+    work = _table(raw, "work", where)
+    for key, value in params.items():
+        if not is_c_identifier(key):
+            raise UserError(f"{where}.params: {_shown(key)} is not a valid name (letters, digits and _)")
+        _expression(value, f"{where}.params.{key}")
+    for key, value in defines.items():
+        if not is_c_identifier(key):
+            raise UserError(f"{where}.defines: {_shown(key)} is not a C identifier (letters, digits and _, not first "
+                            "a digit): a define becomes -DNAME=VALUE and nothing else may reach the compiler")
+        _expression(value, f"{where}.defines.{key}")
     if set(work) - {"flops", "bytes"}:
         raise UserError(f"{where}.work: only flops and bytes are allowed")
+    for key, value in work.items():
+        _expression(value, f"{where}.work.{key}")
 
     checks = []
-    for i, c in enumerate(raw.get("check", [])):
+    check_raw = raw.get("check", [])
+    if not isinstance(check_raw, list):
+        raise UserError(f"{where}.check: expected a list of [[check]] tables, got {_type_name(check_raw)} {_shown(check_raw)}")
+    for i, c in enumerate(check_raw):
         w = f"{where}: check[{i}]"
         if not isinstance(c, dict):
-            raise UserError(f"{w}: expected a table ([[check]])")
+            raise UserError(f"{w}: expected a table ([[check]]), got {_type_name(c)} {_shown(c)}")
+        if set(c) - _CHECK_KEYS:
+            raise UserError(f"{w}: unknown field(s) {', '.join(sorted(set(c) - _CHECK_KEYS))} "
+                            f"(allowed: {', '.join(sorted(_CHECK_KEYS))})")
         got = _require(c, "got", w, str, "an expression over the outputs")
         expect = _require(c, "expect", w, str, "an expression over the inputs")
-        rtol = c.get("rtol", 1e-5)
-        atol = c.get("atol")
-        if not isinstance(rtol, (int, float)) or (atol is not None and not isinstance(atol, (int, float))):
-            raise UserError(f"{w}: rtol and atol must be numbers")
+        tolerances = {}
+        for key, default in (("rtol", 1e-5), ("atol", None)):
+            value = c.get(key, default)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value) or value < 0):
+                raise UserError(f"{w}.{key}: expected a finite number >= 0, got {_shown(value)}")
+            tolerances[key] = None if value is None else float(value)
         for key, text in (("got", got), ("expect", expect)):
             parse(text, f"{w}.{key}")
-        checks.append(CheckSpec(got, expect, float(rtol), None if atol is None else float(atol), w))
+        checks.append(CheckSpec(got, expect, tolerances["rtol"], tolerances["atol"], w))
 
     multiple = raw.get("size_multiple", 1)
     if isinstance(multiple, bool) or not isinstance(multiple, int) or not 1 <= multiple <= 2**20:
-        raise UserError(f"{where}.size_multiple: expected a whole number from 1 to 2^20, got {multiple!r}")
-    spec = KernelSpec(path=path, name=str(name), kernel=kernel, size=size, sources=sources, args=args,
-                      global_size=glob, local_size=local, description=str(raw.get("description", "")),
+        raise UserError(f"{where}.size_multiple: expected a whole number from 1 to 2^20, got {_shown(multiple)}")
+    spec = KernelSpec(path=path, name=name, kernel=kernel, size=size, sources=sources, args=args,
+                      global_size=glob, local_size=local, description=description,
                       small=_sizes(raw.get("small", []), f"{where}.small"),
                       target=_sizes(raw.get("target", []), f"{where}.target"),
                       params=dict(params), defines=dict(defines), flops=work.get("flops"), bytes=work.get("bytes"),
@@ -401,7 +542,7 @@ def load_spec(path: str | Path) -> KernelSpec:
     for key in ("small", "target"):
         off = [n for n in getattr(spec, key) if n % multiple]
         if off:
-            raise UserError(f"{where}.{key}: {off} not multiples of size_multiple = {multiple}")
+            raise UserError(f"{where}.{key}: {_shown(off)} not multiples of size_multiple = {multiple}")
     # Evaluate once at a small size so that bad expressions are reported now, not mid-sweep.
     probe = (spec.small or spec.target or [16])[0]
     spec.instantiate(probe)

@@ -15,8 +15,9 @@ import numpy as np
 
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.stats import Summary, model_value, summarize
-from gpuprofiler.workloads.apps import App, load_app, measure_app
-from gpuprofiler.workloads.kernel import measure_spec
+from gpuprofiler.workloads import isolated
+from gpuprofiler.workloads.apps import App, load_app
+from gpuprofiler.workloads.bounds import Deriver
 from gpuprofiler.workloads.spec import KernelSpec, load_spec
 
 
@@ -83,11 +84,13 @@ def load_target(path: Path) -> KernelSpec | App:
 
 def run_sweep(backend: Any, item: KernelSpec | App, sizes: list[int], policy: TimingPolicy | None = None,
               check: bool = True, on_record: Callable[[dict], None] | None = None,
-              progress: Callable[[str], None] | None = None) -> Sweep:
-    if isinstance(item, App):
-        records = measure_app(backend, item, sizes, policy, check, on_record, progress)
-    else:
-        records = measure_spec(backend, item, sizes, policy, check, on_record, progress=progress)
+              progress: Callable[[str], None] | None = None, derive: Deriver | None = None,
+              isolate: bool | None = False, on_size: Callable[[int, list[dict]], None] | None = None) -> Sweep:
+    """The item measured at ``sizes`` (records to ``on_record`` as they finish, each size's to ``on_size``): in this
+    process, or with ``isolate`` (None: unless ``GPUPROFILER_ISOLATION=off``) in the device's worker process
+    (:mod:`gpuprofiler.workloads.isolated`); a spec's buffers checked first, with ``derive`` where given."""
+    records = isolated.measure(backend, item, sizes, policy, check, on_record, progress=progress, derive=derive,
+                               on_size=on_size, isolate=isolate)
     return from_records(records)
 
 

@@ -70,3 +70,66 @@ def test_given_profile_wins(world):
     shutil.copy(POCL_PROFILE, mine)
     profile, name = choose(args(profile=str(mine)), tmp / "out", backend, calibrate)
     assert name == str(mine) and profile.path == mine and calls == []
+
+
+def partial_profile(path, drop=("transfer", "instructions"), marker=True):
+    """The test profile as a calibration killed before ``drop`` leaves it."""
+    from gpuprofiler.calibrate.driver import SECTIONS
+
+    data = json.loads(POCL_PROFILE.read_text())
+    for section in drop:
+        data.pop(section, None)
+    if marker:
+        data["sections_done"] = [s for s in SECTIONS if s not in drop]
+        data["complete"] = False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture
+def resuming(world):
+    """A calibrate that records what it was asked to resume and fills those sections in."""
+    tmp, backend, _, _ = world
+    calls = []
+
+    def calibrate(backend, path, quick, progress=None, only=(), resume=None):
+        calls.append((list(only), resume is not None))
+        data, full = dict(resume.data), json.loads(POCL_PROFILE.read_text())
+        for section in only:
+            data[section] = full[section]
+        data["sections_done"], data["complete"] = list(data["sections"]), True
+        path.write_text(json.dumps(data))
+        return load_profile(path)
+
+    return tmp, backend, calibrate, calls
+
+
+@pytest.mark.parametrize("marker", [True, False], ids=["marked", "older-profile"])
+def test_a_partial_profile_in_outdir_is_completed_not_reused_silently(resuming, capsys, marker):
+    tmp, backend, calibrate, calls = resuming
+    kept = partial_profile(tmp / "out" / "profile.json", marker=marker)
+    profile, name = choose(args(), tmp / "out", backend, calibrate)
+    err = capsys.readouterr().err
+    assert calls == [(["transfer", "instructions"], True)] and name == str(kept)
+    assert "incomplete" in err and "transfer, instructions missing" in err and "reusing the profile" not in err
+    assert profile.data["transfer"] == json.loads(POCL_PROFILE.read_text())["transfer"]
+    assert profile.data["launch"] == json.loads(POCL_PROFILE.read_text())["launch"]  # the rest kept
+    choose(args(), tmp / "out", backend, calibrate)  # complete now: reused as it is
+    assert len(calls) == 1 and "reusing the profile" in capsys.readouterr().err
+
+
+def test_a_partial_stored_profile_is_completed_in_the_copy(resuming, capsys):
+    tmp, backend, calibrate, calls = resuming
+    stored = partial_profile(tmp / "results" / DEVICE.slug / "profile.json", drop=("bandwidth",))
+    choose(args(), tmp / "out", backend, calibrate)
+    assert calls == [(["bandwidth"], True)] and "incomplete" in capsys.readouterr().err
+    assert "bandwidth" not in json.loads(stored.read_text())  # the stored one is left as it is
+
+
+def test_a_partial_given_profile_is_used_with_a_warning(resuming, capsys):
+    tmp, backend, calibrate, calls = resuming
+    mine = partial_profile(tmp / "mine.json", drop=("latency",))
+    profile, name = choose(args(profile=str(mine)), tmp / "out", backend, calibrate)
+    err = capsys.readouterr().err
+    assert calls == [] and name == str(mine) and "incomplete" in err and f"calibrate --resume -o {mine}" in err

@@ -6,7 +6,15 @@ from __future__ import annotations
 import subprocess
 from typing import Any, Sequence
 
-from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
+from gpuprofiler.models.base import (
+    APPLIES,
+    Applicability,
+    NotApplicable,
+    Prediction,
+    Predictor,
+    positive_time,
+    refuse,
+)
 from gpuprofiler.models.fractal.extrap import evaluate_model, extrap_command, extrap_models
 from gpuprofiler.models.fractal.extrapolate import Extrapolation, extrapolate
 from gpuprofiler.models.fractal.misses import miss_cost, regime_costs
@@ -111,6 +119,7 @@ class FractalPredictor(Predictor):
     def _predict_one(self, t: int, warnings: list[str]) -> Prediction:
         ex: Extrapolation = self.extrapolation_
         chosen = ex.predict(t)
+        positive_time(chosen.seconds, f"extrapolation to {t}")
         frac = ex.predict(t, which="fractal")
         rec: dict[str, Any] = {"size": t, "predicted_s": chosen.seconds, "interval_s": [chosen.low, chosen.high],
                                "model": chosen.summary, **chosen.details,

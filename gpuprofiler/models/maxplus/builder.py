@@ -121,6 +121,10 @@ class Builder:
     env: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, Array] = field(default_factory=dict)
     executed: int = 0
+    max_statements: int = MAX_UNROLLED  # statements executed before the builder gives up (a cheaper check: fewer)
+    # addresses exact at every followed work-item (a buffer-bounds check), the graph secondary: a condition on the
+    # thread index in ``c ? a : b`` picks a or b per work-item (as data) instead of following the true value
+    exact: bool = False
     global_size: list[int] | None = None
     trips: dict[int, float] = field(default_factory=dict)  # source line -> iterations per entry, as counted
 
@@ -371,8 +375,11 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
           filename: str = "kernel", defines: dict[str, Any] | None = None, global_size: list[int] | None = None,
           contents: dict[str, Callable[[np.ndarray], np.ndarray]] | None = None,
           buffers: dict[str, int] | None = None, groups: np.ndarray | None = None,
-          items: int | None = None, trips: dict[int, float] | None = None) -> Kernel:
-    """The max-plus graph of ``kernel_name`` for one work-item, at the given scalar arguments.
+          items: int | None = None, trips: dict[int, float] | None = None,
+          max_statements: int = MAX_UNROLLED, exact: bool = False) -> Kernel:
+    """The max-plus graph of ``kernel_name`` for one work-item, at the given scalar arguments (a BuildError past
+    ``max_statements`` statements executed; with ``exact``, conditional indices picked per work-item, for a check
+    of the addresses rather than a graph to time).
 
     ``global_size`` spreads the sampled work-groups over the grid (else the first group only); ``contents``
     gives integer input arrays' values as functions of element indices (data-dependent loops and gathers are
@@ -398,7 +405,7 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
     b = Builder(filename, scalars, sizes, {name: (elem, tuple(_extent(d, filename) for d in dims))
                                            for name, (elem, dims) in local_arrays.items()},
                 make_sample(glob, sizes, groups=groups, items=items), dict(contents or {}), notes=notes,
-                global_size=glob, trips=dict(trips or {}))
+                global_size=glob, trips=dict(trips or {}), max_statements=max_statements, exact=exact)
     interp = Interpreter(b, c_ast, {e.decl.name: e for e in ast.ext if isinstance(e, c_ast.FuncDef)})
     for p in (fn.decl.type.args.params if fn.decl.type.args else []):
         interp.declare_param(p, local_params)
@@ -428,7 +435,8 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
 
 
 def build_spec(spec_instance, backend: str = "opencl", groups: np.ndarray | None = None,
-               items: int | None = None, trips: dict[int, float] | None = None) -> Kernel:
+               items: int | None = None, trips: dict[int, float] | None = None,
+               max_statements: int = MAX_UNROLLED, exact: bool = False) -> Kernel:
     """The graph of a kernel spec at its instantiated size, from its OpenCL (or CUDA) source, with the spec's
     integer inputs as the data of data-dependent loops and gathers, and its arrays' sizes as footprints (with
     ``groups``, those work-groups' address streams: :func:`build`)."""
@@ -442,7 +450,8 @@ def build_spec(spec_instance, backend: str = "opencl", groups: np.ndarray | None
     contents = {a.name: spec_instance.elements(a.name) for a in arrays if a.dtype.kind in "iu"}
     buffers = {a.name: int(np.prod(spec_instance.shapes[a.name])) * a.dtype.itemsize for a in arrays}
     return build(text, spec.kernel, spec_instance.scalars, spec_instance.local_size, str(path),
-                 spec_instance.defines, spec_instance.global_size, contents, buffers, groups, items, trips)
+                 spec_instance.defines, spec_instance.global_size, contents, buffers, groups, items, trips,
+                 max_statements, exact)
 
 
 class Interpreter:
@@ -477,8 +486,9 @@ class Interpreter:
     def stmt(self, s) -> None:
         c = self.c
         self.b.executed += 1
-        if self.b.executed > MAX_UNROLLED:
-            raise self.b.error(s, f"more than {MAX_UNROLLED} statements after unrolling: the graph is too large")
+        if self.b.executed > self.b.max_statements:
+            raise self.b.error(s, f"more than {self.b.max_statements} statements after unrolling: the graph is too "
+                                  "large")
         if isinstance(s, c.Compound):
             self.block(s)
         elif isinstance(s, c.Decl):
@@ -714,6 +724,10 @@ class Interpreter:
             value = _truth_value(cond)
             if value is not None:
                 return a if value else b
+            if self.b.exact:
+                picked = _select(cond, a, b, self.b)
+                if picked is not None:
+                    return picked
             self.b.note(e, "condition on the thread index: the graph follows the true value")
             return a
         if isinstance(e, c.ArrayRef):
@@ -981,6 +995,17 @@ def _truth_value(v) -> bool | None:
     if isinstance(v, sympy.Basic) and v.is_number:
         return bool(v != 0)
     return None
+
+
+def _select(cond, a, b, builder: Builder) -> Data | None:
+    """``cond ? a : b`` at each followed work-item, for indices (or integer data known there): their values as
+    data, without a node (the exact mode of a bounds check); None where a value is unknown."""
+    if any(isinstance(v, Data) and not v.const for v in (a, b)):
+        return None
+    which, av, bv = _cond_values(cond, builder), builder.values_of(a), builder.values_of(b)
+    if which is None or av is None or bv is None:
+        return None
+    return Data("int", const=True, values=np.where(which, av, bv).astype(np.int64))
 
 
 def _cond_values(v, b: Builder) -> np.ndarray | None:

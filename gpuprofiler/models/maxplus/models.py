@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.models.base import Prediction
+from gpuprofiler.models.base import Prediction, positive_time
 from gpuprofiler.models.costs import launch_costs
 from gpuprofiler.models.maxplus.graph import Arc, Kernel, KernelGraph, graph_times, height
 from gpuprofiler.models.maxplus.requests import WARP
@@ -435,5 +435,6 @@ def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, mode
                    work_interval_s=[min(ends + [work]), max(ends + [work])],
                    launch_fixed_s=launch.fixed_s, dispatch_s=launch.dispatch_s, launch_source=launch.source,
                    height=max(heights) if heights else 0, fragment_heights=heights, parameters=dict(params.values))
+    positive_time(total, f"maxplus {model} model of {kernel.name} at N = {size}")
     return Prediction(int(size), total, details["interval_s"][0], details["interval_s"][1], "maxplus",
                       f"{model}, {batches}, n={n_val}", details)

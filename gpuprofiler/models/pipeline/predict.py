@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.models.base import positive_time
 from gpuprofiler.models.costs import (
     cache_bandwidth,
     cache_capacity,
@@ -242,6 +243,21 @@ def _run_length(items: list, n_instr: dict[int, int]) -> int:
     return int(sum(counts[b] * n for b, n in n_instr.items()))
 
 
+def _expanded_length(items: list, n_instr: dict[int, int], overrides: dict[int, int] | None = None) -> int:
+    """Instructions of a path with its loops unrolled (``overrides``: trip counts by loop id), without building
+    it (a trip count of 2^31 must not build a list of 2^31 passes to find that out)."""
+    total = 0
+    for it in items:
+        if isinstance(it, cfgmod.LoopRun):
+            trip = (overrides or {}).get(it.loop.id, it.trip)
+            if trip > 0:
+                total += (trip - 1) * _expanded_length(it.items, n_instr, overrides)
+                total += _expanded_length(it.items[:it.prefix], n_instr, overrides)
+        else:
+            total += n_instr[it]
+    return total
+
+
 def _dominant_loop(items: list, n_instr: dict[int, int]) -> cfgmod.LoopRun | None:
     best, best_len = None, 0
     for run in cfgmod.loop_runs(items):
@@ -254,6 +270,7 @@ def _dominant_loop(items: list, n_instr: dict[int, int]) -> cfgmod.LoopRun | Non
 
 
 MAX_TRACE = 5_000_000   # longest task list built in memory; longer ones are simulated with shortened loops
+MAX_OVER_BUDGET = 100   # a simulation may run to this many times the budget (the shortened loops' own floor)
 
 
 def simulate_launch(tasks: Any, path_items: list, starts: list[int], ends: list[int], blocks: int, resident: int,
@@ -285,6 +302,18 @@ def simulate_launch(tasks: Any, path_items: list, starts: list[int], ends: list[
             t1 = int((budget / per_block - 2 * base) / (3 * max(body, 1)))
             t1 = max(1, min(t1, loop.trip // 2))
             trips = [t1, 2 * t1]
+    # what the simulations will cost, before anything is built: a loop the budget cannot shorten (a second long
+    # loop, an inner loop of the dominant one) is refused by name rather than built and run for hours
+    for tr in trips:
+        steps = _expanded_length(path_items, n_instr, None if tr is None else {loop.loop.id: tr})
+        work = steps * warps_per_block * sum(plan_blocks)
+        if steps > MAX_TRACE or work > MAX_OVER_BUDGET * budget:
+            long_loops = [f"{r.info.get('label') or 'loop'} (line {r.info.get('line')}, {r.trip} passes)"
+                          for r in cfgmod.loop_runs(path_items) if r.trip >= 4 and (loop is None or r is not loop)]
+            raise UserError(f"simulating this launch would take {work:.3g} warp-instructions ({steps:.3g} per warp) "
+                            f"against a budget of {budget}"
+                            + (f"; too long to simulate: {', '.join(long_loops)}" if long_loops else "")
+                            + "; give their trip counts with --trip LABEL=N, or a larger --budget")
     runs = {}
     total_wi = 0
     t0 = time.perf_counter()
@@ -439,7 +468,8 @@ def predict(module: Module, kernel: str | None, launch: Launch, profile: Any | N
                        + flow.dram_scattered_writes * scatter_w.value),
               "cache": flow.cache_bytes / cache.value if cache.ok else 0.0}
     limit = max(bounds, key=bounds.get)
-    predicted = costs.total(max(compute_s, bounds["dram"], bounds["cache"]))
+    predicted = positive_time(costs.total(max(compute_s, bounds["dram"], bounds["cache"])),
+                              f"{source}: the pipeline model of {entry.name}")
     launch_s = costs.fixed_s
     penalty_s = predicted - launch_s - compute_s   # what the memory or dispatch bound adds to the simulation
     # the range the profile's measured intervals leave open, the simulated cycles held fixed

@@ -37,6 +37,22 @@ UNSUPPORTED = {
     "cp": "asynchronous copies (cp.async) are not modelled", "mbarrier": "mbarrier is not modelled",
     "tensormap": "tensor maps are not modelled", "setmaxnreg": "setmaxnreg is not modelled",
 }
+# the fewest operands each instruction the model evaluates takes (PTX ISA; a destination counts), and those that
+# address memory: a line with fewer, or without its address, is malformed and refused naming the line
+MIN_OPERANDS = {
+    **dict.fromkeys(["bra", "prefetch", "prefetchu"], 1),
+    **dict.fromkeys(["mov", "cvt", "cvta", "neg", "abs", "not", "cnot", "popc", "clz", "brev", "bfind", "rcp", "sqrt",
+                     "rsqrt", "sin", "cos", "lg2", "ex2", "tanh", "testp", "isspacep", "ld", "ldu", "st", "red",
+                     "alloca"], 2),
+    **dict.fromkeys(["add", "sub", "mul", "mul24", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr",
+                     "copysign", "set", "setp", "addc", "subc", "atom"], 3),
+    **dict.fromkeys(["mad", "mad24", "sad", "fma", "selp", "slct", "bfe", "prmt", "madc", "shf", "dp4a", "dp2a"], 4),
+    **dict.fromkeys(["bfi", "lop3"], 5),
+}
+ADDRESSED = frozenset(["ld", "ldu", "st", "red", "atom", "prefetch", "prefetchu"])
+MAX_REGISTERS = 65536     # registers one `.reg .b32 %r<N>` declaration may declare (a whole SM's register file)
+MAX_TOKEN = 4096          # characters of one name or number (mangled C++ names run to a few hundred)
+MAX_VECTOR_NESTING = 2    # `{ }` inside an operand: a vector of registers, never deeper
 NO_DEST = frozenset(["st", "red", "bar", "barrier", "bra", "ret", "exit", "membar", "fence", "prefetch", "prefetchu", "trap", "nanosleep", "pmevent", "griddepcontrol", "discard", "applypriority"])
 
 
@@ -240,6 +256,8 @@ def tokenize(text: str, source: str = "<ptx>") -> list[Token]:
         if kind == "nl":
             line += 1
         elif kind != "ws":
+            if kind in ("num", "ident") and m.end() - m.start() > MAX_TOKEN:
+                raise UserError(f"{source}:{line}: a name or number longer than {MAX_TOKEN} characters")
             tokens.append(Token(kind, m.group(), line))
         pos = m.end()
     return tokens
@@ -282,6 +300,25 @@ class _Parser:
     def error(self, line: int, message: str) -> UserError:
         shown = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
         return UserError(f"{self.source}:{line}: {message}" + (f"  [{shown}]" if shown else ""))
+
+    def integer(self, tok: Token | None, line: int, what: str, bits: int = 64) -> int:
+        """The whole number ``tok`` holds (at most ``bits`` bits); a UserError naming the line otherwise."""
+        if tok is None or tok.kind != "num":
+            raise self.error(line, f"expected {what}, found {tok.text if tok is not None else 'nothing'!r}")
+        try:
+            value = parse_int(tok.text)
+        except ValueError:
+            raise self.error(tok.line, f"expected {what} (a whole number), found {tok.text!r}") from None
+        if abs(value) >= 2 ** bits:
+            raise self.error(tok.line, f"{what} {tok.text[:40]} does not fit in {bits} bits")
+        return value
+
+    def number(self, tok: Token) -> int | float:
+        """An immediate operand's value: a whole number of at most 64 bits, or a float."""
+        value = parse_number(tok.text)
+        if isinstance(value, int) and abs(value) >= 2 ** 64:
+            raise self.error(tok.line, f"the immediate {tok.text[:40]} does not fit in 64 bits")
+        return value
 
     def peek(self, k: int = 0) -> Token | None:
         j = self.i + k
@@ -347,7 +384,9 @@ class _Parser:
             elif t == ".address_size":
                 self.next()
                 rest = self.rest_of_line(tok.line)
-                mod.address_size = parse_int(rest[0].text) if rest else 64
+                mod.address_size = self.integer(rest[0], tok.line, "an address size") if rest else 64
+                if mod.address_size not in (32, 64):
+                    raise self.error(tok.line, f".address_size {mod.address_size}: expected 32 or 64")
             elif t in (".file", ".loc"):
                 self.next()
                 self.rest_of_line(tok.line)
@@ -389,11 +428,15 @@ class _Parser:
             elif x.startswith(".") or x.startswith("%") and name is not None:
                 pass
             elif x == "[":
-                if toks[k + 1].text == "]":
+                if k + 1 < len(toks) and toks[k + 1].text == "]":
                     dims.append(None)
                     k += 2
                     continue
-                dims.append(parse_int(toks[k + 1].text))
+                dims.append(self.integer(toks[k + 1] if k + 1 < len(toks) else None, line, "an array extent"))
+                if k + 2 >= len(toks) or toks[k + 2].text != "]":
+                    raise self.error(line, "expected ']' after an array extent")
+                if dims[-1] < 0:
+                    raise self.error(line, f"negative array extent {dims[-1]}")
                 k += 3
                 continue
             elif toks[k].kind == "ident" and name is None:
@@ -412,7 +455,7 @@ class _Parser:
         kw = self.next()
         kind = kw.text[1:]
         ret: list[Token] = []
-        if self.peek().text == "(":
+        if self.peek() is not None and self.peek().text == "(":
             ret = self.group("(", ")")
         name_tok = self.next()
         if name_tok.kind != "ident":
@@ -431,7 +474,7 @@ class _Parser:
                 while self.peek() is not None and (self.peek().kind == "num" or self.peek().text == ","):
                     t = self.next()
                     if t.kind == "num":
-                        vals.append(parse_int(t.text))
+                        vals.append(self.integer(t, t.line, f"a {tok.text} value"))
                 entry.directives[tok.text[1:]] = vals
             elif tok.text in (".noreturn", ".explicitcluster", ".abi_preserve", ".abi_preserve_control"):
                 continue
@@ -485,7 +528,9 @@ class _Parser:
             elif x.startswith(".") and x[1:] in TYPE_BYTES:
                 typ = x[1:]
             elif x == "[":
-                dims = parse_int(toks[k + 1].text)
+                dims = self.integer(toks[k + 1] if k + 1 < len(toks) else None, toks[k].line, "a parameter's extent")
+                if dims < 0:
+                    raise self.error(toks[k].line, f"negative parameter extent {dims}")
                 k += 3
                 continue
             elif not x.startswith(".") and toks[k].kind == "ident":
@@ -564,9 +609,16 @@ class _Parser:
             raise self.error(toks[0].line, "register declaration without a type")
         for part in self.split_commas(toks[k:]):
             name = part[0].text
+            if part[0].kind != "ident":
+                raise self.error(part[0].line, f"expected a register name, found {name!r}")
             unique = name if len(scopes) == 1 else f"{name}${scopes[-1]['$scope']}"
-            if len(part) >= 4 and part[1].text == "<":
-                count = parse_int(part[2].text)
+            if len(part) >= 2 and part[1].text == "<":
+                count = self.integer(part[2] if len(part) > 2 else None, part[0].line, "a register count")
+                if len(part) != 4 or part[3].text != ">":
+                    raise self.error(part[0].line, f"expected {name}<N> in a register declaration")
+                if not 0 <= count <= MAX_REGISTERS:
+                    raise self.error(part[0].line, f"{name}<{count}> declares {count} registers: the limit is "
+                                                   f"{MAX_REGISTERS} per declaration")
                 entry.families[unique] = (typ, count)
                 scopes[-1][name + "<>"] = unique
             else:
@@ -604,7 +656,7 @@ class _Parser:
                     raise self.error(line, f"undeclared register {inner[0].text}")
                 k = 1
             elif inner[0].kind == "num":
-                offset = parse_int(inner[0].text)
+                offset = self.integer(inner[0], line, "an address", bits=63)
                 k = 1
             sign = 1
             while k < len(inner):
@@ -614,16 +666,20 @@ class _Parser:
                 elif x == "-":
                     sign = -sign
                 elif inner[k].kind == "num":
-                    offset += sign * parse_int(x)
+                    offset += sign * self.integer(inner[k], line, "an address offset", bits=63)
                     sign = 1
                 else:
                     raise self.error(line, f"unsupported address expression {text!r}")
                 k += 1
+            if abs(offset) >= 2 ** 63:
+                raise self.error(line, f"the address offset {offset} does not fit in 63 bits")
             return Operand("mem", text, base, offset,
                            items=(Operand("reg" if is_reg else "symbol", base, base),) if base else ())
         if first == "{":
             if toks[-1].text != "}":
                 raise self.error(line, f"bad vector operand {text!r}")
+            if sum(t.text == "{" for t in toks) > MAX_VECTOR_NESTING:
+                raise self.error(line, f"vector operand nested too deeply: {text[:80]!r}")
             items = tuple(self.operand(entry, p, scopes) for p in self.split_commas(toks[1:-1]))
             return Operand("vec", text, items=items)
         if len(toks) == 3 and toks[1].text == "|":
@@ -634,17 +690,17 @@ class _Parser:
             op = self.operand(entry, toks[1:], scopes)
             return Operand(op.kind, text, op.name, op.value, op.items, neg=True)
         if first == "-" and len(toks) == 2 and toks[1].kind == "num":
-            v = parse_number(toks[1].text)
+            v = self.number(toks[1])
             return Operand("fimm" if isinstance(v, float) else "imm", text, value=-v)
         if len(toks) != 1:
             # symbol+offset outside brackets (e.g. mov.u64 %rd1, sym+8)
             if toks[0].kind == "ident" and len(toks) == 3 and toks[1].text in "+-" and toks[2].kind == "num":
-                off = parse_int(toks[2].text) * (1 if toks[1].text == "+" else -1)
+                off = self.integer(toks[2], line, "an offset", bits=63) * (1 if toks[1].text == "+" else -1)
                 return Operand("symbol", text, toks[0].text, off)
             raise self.error(line, f"unsupported operand {text!r}")
         tok = toks[0]
         if tok.kind == "num":
-            v = parse_number(tok.text)
+            v = self.number(tok)
             return Operand("fimm" if isinstance(v, float) else "imm", text, value=v)
         if tok.text == "_":
             return Operand("sink", text)
@@ -668,8 +724,10 @@ class _Parser:
         guard, guard_neg, k = None, False, 0
         if toks[0].text == "@":
             k = 1
-            if toks[k].text == "!":
+            if k < len(toks) and toks[k].text == "!":
                 guard_neg, k = True, k + 1
+            if k >= len(toks):
+                raise self.error(line, "a guard '@' without a predicate")
             guard = self.resolve(entry, toks[k].text, scopes)
             if guard is None:
                 raise self.error(line, f"undeclared guard predicate {toks[k].text}")
@@ -685,6 +743,14 @@ class _Parser:
             raise self.error(line, f"unsupported PTX instruction {opcode!r} (not in the pipeline model's opcode table)")
         operands = tuple(self.operand(entry, p, scopes) for p in self.split_commas(toks[k + 1:]))
         text = " ".join(t.text for t in toks)
+        need = MIN_OPERANDS.get(base, 0) + (1 if base == "setp" and any(m in ("and", "or", "xor") for m in mods) else 0)
+        if len(operands) < need:
+            raise self.error(line, f"{opcode} takes at least {need} operands, found {len(operands)}")
+        if base in ADDRESSED and not any(op.kind == "mem" for op in operands):
+            raise self.error(line, f"{opcode} needs an address operand [...]")
+        if base in MIN_OPERANDS and base not in NO_DEST and base not in ("bra", "prefetch", "prefetchu") \
+                and operands[0].kind not in ("reg", "vec", "sink"):
+            raise self.error(line, f"the destination of {opcode} must be a register, not {operands[0].text!r}")
         dsts: list[str] = []
         srcs: list[str] = [guard] if guard else []
 

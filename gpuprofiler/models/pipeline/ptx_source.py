@@ -23,11 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.textfile import read_text
 from gpuprofiler.workloads.builtin import kernels_dir
 
 FIXTURE_TAG = "// gpuprofiler-ptx-fixture"
 # in a source checkout: the repository root is three levels above this file (gpuprofiler/models/pipeline/)
 REPO_FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "ptx"
+MAX_PTX_BYTES = 64 << 20      # a kernel's PTX is KiB to a few MiB: a larger file is refused before it is read
+MAX_SOURCE_BYTES = 16 << 20   # a .cu source
 
 
 @dataclass
@@ -69,6 +72,8 @@ def ptxas_path() -> str | None:
 def _define_flags(defines: dict[str, Any] | None) -> list[str]:
     out = []
     for k, v in sorted((defines or {}).items()):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(k)):
+            raise UserError(f"define {str(k)[:80]!r}: not a C identifier (a define is -DNAME=VALUE, never an option)")
         if isinstance(v, float) and v.is_integer():
             v = int(v)
         out.append(f"-D{k}={v}")
@@ -90,8 +95,8 @@ def find_fixture(path: Path, arch: str, defines: dict[str, Any] | None, folder: 
         return None
     want = fixture_header(path, arch, defines)
     for cand in sorted(folder.glob("*.ptx")):
-        with cand.open() as fh:
-            if fh.readline().rstrip("\n") == want:
+        with cand.open(encoding="utf-8", errors="replace") as fh:
+            if fh.readline(4096).rstrip("\n") == want:
                 return cand
     return None
 
@@ -153,21 +158,21 @@ def load_ptx(path: str | Path, arch: str = "sm_90", defines: dict[str, Any] | No
              use_fixture: bool = True) -> PtxSource:
     """PTX for a ``.ptx`` or ``.cu`` file: matching fixture, else nvcc, else NVRTC; else a clear UserError."""
     path = Path(path)
-    if not path.is_file():
-        raise UserError(f"file not found: {path}")
-    if path.suffix == ".ptx":
-        return PtxSource(path.read_text(), str(path), f"file {_shown(path)}")
+    if path.suffix == ".ptx":  # read as bytes: not UTF-8 text is refused with the line where it stops being text
+        return PtxSource(read_text(path, "PTX file", MAX_PTX_BYTES), str(path), f"file {_shown(path)}")
     if path.suffix != ".cu":
         raise UserError(f"{path}: expected a .cu, .ptx or kernel spec (.toml)")
+    text = read_text(path, "CUDA source", MAX_SOURCE_BYTES)
     if use_fixture:
         fix = find_fixture(path, arch, defines)
         if fix is not None:
-            return PtxSource(fix.read_text(), str(path), f"fixture {_shown(fix)} (same source sha256, arch and defines)")
+            return PtxSource(read_text(fix, "PTX file", MAX_PTX_BYTES), str(path),
+                             f"fixture {_shown(fix)} (same source sha256, arch and defines)")
     if nvcc_path() is not None:
         flags = " ".join(_define_flags(defines))
         return PtxSource(compile_nvcc(path, arch, defines), str(path), f"nvcc --ptx -arch={arch} {flags}".strip())
     try:
-        return PtxSource(compile_nvrtc(path.read_text(), path.name, arch, defines), str(path), "NVRTC")
+        return PtxSource(compile_nvrtc(text, path.name, arch, defines), str(path), "NVRTC")
     except UserError as exc:
         raise UserError(f"{path}: cannot make PTX: nvcc is not installed and {exc}; install the CUDA toolkit "
                         "or give the kernel's .ptx") from None

@@ -23,6 +23,9 @@ POINTER_STRIDE = 1 << 36      # distance between the fake base addresses of two 
 MAX_SAMPLE_BLOCKS = 32
 
 
+MAX_LAUNCH_THREADS = 1 << 48
+
+
 @dataclass
 class Launch:
     """Grid and block sizes (x, y, z) and the kernel's argument values by parameter index."""
@@ -42,6 +45,9 @@ class Launch:
             raise UserError(f"grid {self.grid} and block {self.block} must be positive")
         if self.threads_per_block > 1024:
             raise UserError(f"block {self.block} has {self.threads_per_block} threads; CUDA allows at most 1024")
+        if self.threads > MAX_LAUNCH_THREADS:  # past it, counts leave int64 and float64's exact integers
+            raise UserError(f"grid {self.grid} x block {self.block} is {self.threads:.3g} threads: more than the "
+                            f"2^48 the model follows")
 
     @property
     def threads_per_block(self) -> int:
@@ -107,14 +113,29 @@ def _width(t: str | None) -> int:
     return 8 * TYPE_BYTES.get(t or "b64", 8)
 
 
+def numeric(v: Any) -> Any:
+    """A Python number as the numpy scalar the evaluator computes with: an integer as its 64-bit pattern (PTX's
+    u64 immediates reach 2^64 - 1, past int64), a float as float64; numpy values pass unchanged."""
+    if isinstance(v, bool):
+        return np.int64(v)
+    if isinstance(v, int):
+        v &= (1 << 64) - 1
+        return np.int64(v - (1 << 64) if v >= 1 << 63 else v)
+    if isinstance(v, float):
+        return np.float64(v)
+    return v
+
+
 def as_type(x: Any, t: str | None) -> Any:
     """Integer ``x`` reinterpreted as type ``t`` (wrapped to its width; signed for .sN, unsigned otherwise)."""
     if t is None or t[0] == "f" or t == "pred":
         return x
     w = _width(t)
+    with np.errstate(invalid="ignore"):  # a float out of the integer range casts to a garbage value, as on a GPU
+        x = np.asarray(numeric(x), dtype=np.int64)
     if w >= 64:
-        return np.asarray(x, dtype=np.int64)
-    x = np.asarray(x, dtype=np.int64) & ((1 << w) - 1)
+        return x
+    x = x & ((1 << w) - 1)
     if t[0] == "s":
         x = np.where(x >= (1 << (w - 1)), x - (1 << w), x)
     return x
@@ -151,7 +172,7 @@ class Evaluator:
         self.param_why: dict[str, str] = {}
         for i, p in enumerate(entry.params):
             if i in launch.args:
-                self.params[p.name] = launch.args[i]
+                self.params[p.name] = numeric(launch.args[i])
             elif p.type in ("u64", "b64", "s64") or p.pointer:
                 self.params[p.name] = np.int64((i + 1) * POINTER_STRIDE)   # a pointer: fake aligned base
             else:
@@ -183,7 +204,7 @@ class Evaluator:
                 v = ~v
             return v
         if op.kind in ("imm", "fimm"):
-            return np.int64(op.value) if op.kind == "imm" else np.float64(op.value)
+            return numeric(int(op.value)) if op.kind == "imm" else np.float64(op.value)
         if op.kind == "special":
             return self.sample.special(op.name)
         if op.kind == "symbol":

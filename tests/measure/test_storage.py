@@ -1,0 +1,52 @@
+"""The measurement log: whole lines only (a line torn by a crash is cut before the next append), several records in
+one write, and values JSON has no type for written anyway."""
+
+import json
+import math
+
+import numpy as np
+
+from gpuprofiler.device.base import DeviceInfo
+from gpuprofiler.measure.storage import MeasurementLog, json_ready, read_records
+
+DEVICE = DeviceInfo("opencl:0:0", "opencl", "Test CPU", "V", "cpu", 2, 1000.0, 1 << 30, 1 << 16, 1024, "d")
+
+
+def lines(path):
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def test_append_writes_whole_lines_with_provenance(tmp_path):
+    log = MeasurementLog(tmp_path / "m.jsonl", DEVICE)
+    log.append({"kernel": "k", "size": 1, "samples_s": [1e-6] * 5000})
+    log.append_many([{"kernel": "k", "size": 2}, {"kernel": "k", "size": 3}])
+    got = lines(tmp_path / "m.jsonl")
+    assert [r["size"] for r in got] == [1, 2, 3] and log.written == 3
+    assert all(r["device"]["id"] == "opencl:0:0" and "command" in r for r in got)
+
+
+def test_a_torn_last_line_is_cut_before_the_next_append(tmp_path):
+    path = tmp_path / "m.jsonl"
+    log = MeasurementLog(path, DEVICE)
+    log.append({"kernel": "k", "size": 1})
+    whole = path.read_bytes()
+    path.write_bytes(whole + b'{"kernel": "k", "size": 2, "samples_s": [0.1, 0.')  # a crash in mid-write
+    assert len(read_records(path)) == 1  # the reader skips it
+    log.append({"kernel": "k", "size": 3})
+    assert [r["size"] for r in lines(path)] == [1, 3]  # every line parses
+
+
+def test_a_file_of_only_a_torn_line_is_emptied_first(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_bytes(b'{"kernel": "k", "si')
+    MeasurementLog(path, DEVICE).append({"kernel": "k", "size": 4})
+    assert [r["size"] for r in lines(path)] == [4]
+
+
+def test_json_ready_takes_what_json_cannot():
+    got = json_ready({"c": complex(1, 2), "big": 10**400, "huge": 10**5000, "nan": math.nan, "arr": np.arange(3),
+                      "np": np.float32(0.5), "ok": 2**62, 3: "key"})
+    assert got == {"c": "(1+2j)", "big": None, "huge": None, "nan": None, "arr": [0, 1, 2], "np": 0.5, "ok": 2**62,
+                   "3": "key"}
+    assert json_ready(2**70) == float(2**70)
+    json.dumps(got, allow_nan=False)
