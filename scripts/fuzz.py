@@ -146,7 +146,27 @@ def spec_case(rng: random.Random, specs: list[Path]) -> tuple[dict[str, bytes], 
     for src in KERNELS.glob(base.stem + ".*"):
         if src.suffix != ".toml":
             files[src.name] = src.read_bytes()
-    if rng.random() < 0.2:
+    plausible = rng.random() < 0.35
+    if plausible:  # one change a user could make by mistake, so that the kernel still compiles and launches
+        arrays = [a for a in data.get("args", []) if "shape" in a]
+        scalars = [a for a in data.get("args", []) if "value" in a and "shape" not in a]
+        op = rng.randrange(5)
+        if op < 2 and arrays:
+            arr = rng.choice(arrays)
+            shape = arr["shape"] if isinstance(arr["shape"], list) else [arr["shape"]]
+            i = rng.randrange(len(shape))
+            shape[i] = rng.choice([f"({shape[i]})-1", f"({shape[i]})/2", f"2*({shape[i]})", f"({shape[i]})+1", "1", "0"])
+            arr["shape"] = shape
+        elif op == 2 and isinstance(data.get("launch", {}).get("global"), list):
+            g = data["launch"]["global"]
+            i = rng.randrange(len(g))
+            g[i] = rng.choice([f"2*({g[i]})", f"({g[i]})+256", f"({g[i]})*4", "1", f"({g[i]})-1"])
+        elif op == 3 and scalars:
+            rng.choice(scalars)["value"] = rng.choice(["0", "-1", "2*n", "n+1", "n*n", "1e30", "-n"])
+        elif isinstance(data.get("params"), dict) and data["params"]:
+            data["params"][rng.choice(list(data["params"]))] = rng.choice(["0", "1", "-1", "3", "1000", "n"])
+        out = dump_toml(data)
+    elif rng.random() < 0.25:
         out = text_mutation(text, rng)
     else:
         for _ in range(1 if rng.random() < 0.5 else rng.randrange(2, 4)):
@@ -170,7 +190,8 @@ def spec_case(rng: random.Random, specs: list[Path]) -> tuple[dict[str, bytes], 
         except TypeError:
             out = text
     files["spec.toml"] = out.encode("utf-8", "surrogatepass")
-    small = rng.choice([64, 256, 1024, 4096])
+    own = tomllib.loads(text).get("small", [64])[0]  # the spec's own smallest size: valid and quick
+    small = own if rng.random() < 0.7 else rng.choice([64, 256, 1024])
     command = rng.choice([
         ["measure", "spec.toml", "--sizes", str(small), "--budget", "0.05", "-o", "m.jsonl", "--device", "DEVICE"],
         ["maxplus", "spec.toml", "--size", str(small), "--profile", "PROFILE"],
@@ -178,7 +199,10 @@ def spec_case(rng: random.Random, specs: list[Path]) -> tuple[dict[str, bytes], 
          "--target", str(small * 4), "--budget", "0.05", "-o", "m.jsonl", "--device", "DEVICE", "--profile",
          "PROFILE", "--no-extrap"],
     ])
-    if rng.random() < 0.15:
+    if plausible:
+        command = ["measure", "spec.toml", "--sizes", str(small), "--budget", "0.05", "-o", "m.jsonl", "--device",
+                   "DEVICE"]
+    if command[0] == "measure" and rng.random() < 0.15:
         command += ["--set", f"{rng.choice(['n', 'm', 'k', 'x'])}={rng.choice([str(v) for v in NASTY])}"]
     return files, command
 
@@ -222,8 +246,11 @@ def ptx_case(rng: random.Random, ptxs: list[Path]) -> tuple[dict[str, bytes], li
         else:
             lines = lines * rng.randrange(2, 4)
         raw = bytearray(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
-    grid = rng.choice(["1024", "1", "0", "99999999999", "4,4,4", "1024,1024"])
-    block = rng.choice(["256", "32", "1024", "0", "2048", "16,16"])
+    if rng.random() < 0.85:
+        grid, block = rng.choice(["1024", "4096", "64,64", "16,16,4"]), rng.choice(["256", "128", "16,16", "8,8,4"])
+    else:
+        grid = rng.choice(["1024", "1", "0", "99999999999", "4,4,4", "1024,1024"])
+        block = rng.choice(["256", "32", "1024", "0", "2048", "16,16"])
     return {"k.ptx": bytes(raw)}, ["pipeline", "k.ptx", "--grid", grid, "--block", block, "--profile", "PROFILE"]
 
 
@@ -447,13 +474,15 @@ def main() -> int:
         return 0
     Path(args.out).mkdir(parents=True, exist_ok=True)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    procs = [subprocess.Popen([sys.executable, __file__, *sys.argv[1:], "--shard", str(i), "--shards", str(args.jobs)],
-                              stdout=subprocess.PIPE, text=True) for i in range(args.jobs)]
-    records = []
+    logs = [Path(args.out) / f"shard{i}.jsonl" for i in range(args.jobs)]
+    procs = []
+    for i, log in enumerate(logs):
+        with log.open("w") as out:  # a file each: a pipe read one after the other would stall the later shards
+            procs.append(subprocess.Popen([sys.executable, __file__, *sys.argv[1:], "--shard", str(i), "--shards",
+                                           str(args.jobs)], stdout=out, text=True))
     for p in procs:
-        for line in p.stdout:
-            records.append(json.loads(line))
         p.wait()
+    records = [json.loads(line) for log in logs for line in log.read_text().splitlines() if line.strip()]
     (Path(args.out) / "cases.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     print(f"gpuprofiler fuzz run, {started}, seed {args.seed}: `python scripts/fuzz.py {' '.join(sys.argv[1:])}`")
     print(table(records))

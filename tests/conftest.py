@@ -30,10 +30,19 @@ def pocl_id():
     return pocl[0].id if pocl else None
 
 
+FUZZ = Path(__file__).resolve().parent / "fuzz"
+
+
 def pytest_collection_modifyitems(config, items):
+    # the fuzz suite's longer budgets (its `slow` tests) run only when asked for, GPUPROFILER_FUZZ_LONG=1:
+    # the default run (CI's) keeps the small budgets, about a minute
+    long_fuzz = bool(os.environ.get("GPUPROFILER_FUZZ_LONG"))
+    skip = pytest.mark.skip(reason="the long fuzz budget: set GPUPROFILER_FUZZ_LONG=1 to run it")
     for item in items:
         if "pocl" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.pocl)
+        if not long_fuzz and item.get_closest_marker("slow") and FUZZ in Path(str(item.fspath)).parents:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

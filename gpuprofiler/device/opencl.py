@@ -24,6 +24,14 @@ _USER_CODES = {"INVALID_WORK_GROUP_SIZE", "INVALID_WORK_ITEM_SIZE", "INVALID_KER
 _TYPES = {cl.device_type.GPU: "gpu", cl.device_type.CPU: "cpu", cl.device_type.ACCELERATOR: "accelerator"}
 
 
+def _check_arity(kernel, native: Sequence[Any]) -> None:
+    """A launch gives the kernel exactly its arguments (pyopencl would fail with a TypeError)."""
+    wanted = kernel.kernel.get_info(cl.kernel_info.NUM_ARGS)
+    if len(native) != wanted:
+        raise UserError(f"kernel {kernel.name} takes {wanted} argument(s), the launch gives {len(native)} "
+                        "(the spec's [[args]] must list them all, in order)")
+
+
 def _translate(exc: cl.Error, what: str) -> Exception:
     """Map a pyopencl error to UserError (bad request) or DeviceError (the device failed)."""
     code = getattr(exc, "code", None)
@@ -180,6 +188,7 @@ class OpenCLBackend(Backend):
     def launch(self, kernel: CLKernel, global_size: Sequence[int], local_size: Sequence[int] | None,
                args: Sequence[Any]) -> CLEvent:
         native = [a.buffer if isinstance(a, CLBuffer) else a for a in args]
+        _check_arity(kernel, native)
         try:
             kernel.kernel.set_args(*native)
             event = cl.enqueue_nd_range_kernel(self.queue, kernel.kernel, round_up(global_size, local_size),
