@@ -1,0 +1,20 @@
+// hotspot: one explicit step of Rodinia's HotSpot thermal simulation on an n x n row-major float32 grid, one
+// work-item per cell (dim 0 = column c, dim 1 = row r); neighbours past the edge clamp to the cell's own row/column:
+// out = t + step/Cap * (power + (tS + tN - 2t) / Ry + (tE + tW - 2t) / Rx + (amb - t) / Rz)
+__kernel void hotspot(int n, float step_div_cap, float rx_1, float ry_1, float rz_1, float amb,
+                      __global const float *power, __global const float *temp, __global float *out)
+{
+    int c = get_global_id(0);
+    int r = get_global_id(1);
+    if (r < n && c < n) {
+        int rn = r > 0 ? r - 1 : 0;
+        int rs = r < n - 1 ? r + 1 : n - 1;
+        int cw = c > 0 ? c - 1 : 0;
+        int ce = c < n - 1 ? c + 1 : n - 1;
+        float t = temp[r * n + c];
+        out[r * n + c] = t + step_div_cap * (power[r * n + c]
+                                             + (temp[rs * n + c] + temp[rn * n + c] - 2.0f * t) * ry_1
+                                             + (temp[r * n + ce] + temp[r * n + cw] - 2.0f * t) * rx_1
+                                             + (amb - t) * rz_1);
+    }
+}
