@@ -181,10 +181,10 @@ def spec_case(rng: random.Random, specs: list[Path]) -> tuple[dict[str, bytes], 
                 arrays = [a for a in data.get("args", []) if isinstance(a, dict) and "shape" in a]
                 if arrays:
                     rng.choice(arrays)["shape"] = rng.choice([["n-1"], "n-1", ["2*n"], "n/2", ["n", "2"], "1"])
-            elif op < 9:
-                data.setdefault("defines", {})[rng.choice(["X", "1X", "A B", "-Xclang", "N"])] = rng.choice(NASTY)
-            else:
-                data.setdefault("params", {})[rng.choice(["m", "k", "huge"])] = rng.choice(NASTY)
+            elif op < 9 and isinstance(data.setdefault("defines", {}), dict):  # an earlier step may have replaced it
+                data["defines"][rng.choice(["X", "1X", "A B", "-Xclang", "N"])] = rng.choice(NASTY)
+            elif isinstance(data.setdefault("params", {}), dict):
+                data["params"][rng.choice(["m", "k", "huge"])] = rng.choice(NASTY)
         try:
             out = dump_toml(data)
         except TypeError:
