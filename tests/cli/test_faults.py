@@ -198,7 +198,7 @@ def groups_of(records: list[dict]) -> dict:
 def kill_validate(tmp_path: Path, rng: random.Random, sig: int) -> bool:
     """One run of validate, signalled at a random moment; whether the signal cut it short."""
     out = tmp_path / "out"
-    code, stderr = interrupt(validate_args(out), tmp_path, sig, rng.uniform(0.0, 4.0), "measurement(s) to run")
+    code, stderr = interrupt(validate_args(out), tmp_path, sig, rng.uniform(0.0, 1.0), "measurement(s) to run")
     groups_of(whole_lines(out / "measurements.jsonl"))
     if sig == signal.SIGINT:
         assert code in (0, 130) and not tracebacks(stderr), stderr
