@@ -24,11 +24,11 @@ _USER_CODES = {"INVALID_WORK_GROUP_SIZE", "INVALID_WORK_ITEM_SIZE", "INVALID_KER
 _TYPES = {cl.device_type.GPU: "gpu", cl.device_type.CPU: "cpu", cl.device_type.ACCELERATOR: "accelerator"}
 
 
-def _check_arity(kernel, native: Sequence[Any]) -> None:
+def _check_arity(kernel: "cl.Kernel", name: str, native: Sequence[Any]) -> None:
     """A launch gives the kernel exactly its arguments (pyopencl would fail with a TypeError)."""
-    wanted = kernel.kernel.get_info(cl.kernel_info.NUM_ARGS)
+    wanted = kernel.get_info(cl.kernel_info.NUM_ARGS)
     if len(native) != wanted:
-        raise UserError(f"kernel {kernel.name} takes {wanted} argument(s), the launch gives {len(native)} "
+        raise UserError(f"kernel {name} takes {wanted} argument(s), the launch gives {len(native)} "
                         "(the spec's [[args]] must list them all, in order)")
 
 
@@ -188,7 +188,7 @@ class OpenCLBackend(Backend):
     def launch(self, kernel: CLKernel, global_size: Sequence[int], local_size: Sequence[int] | None,
                args: Sequence[Any]) -> CLEvent:
         native = [a.buffer if isinstance(a, CLBuffer) else a for a in args]
-        _check_arity(kernel, native)
+        _check_arity(kernel.kernel, kernel.name, native)
         try:
             kernel.kernel.set_args(*native)
             event = cl.enqueue_nd_range_kernel(self.queue, kernel.kernel, round_up(global_size, local_size),
@@ -204,9 +204,7 @@ class OpenCLBackend(Backend):
         native = [a.buffer if isinstance(a, CLBuffer) else a for a in args]
         try:
             clone = cl.Kernel(kernel.program, kernel.name)
-            wanted = clone.get_info(cl.kernel_info.NUM_ARGS)
-            if wanted != len(native):
-                raise UserError(f"kernel {kernel.name} takes {wanted} argument(s), {len(native)} given")
+            _check_arity(clone, kernel.name, native)
             clone.set_args(*native)
         except cl.Error as exc:
             raise _translate(exc, f"setting the arguments of {kernel.name}") from None
