@@ -28,7 +28,7 @@ def _check_arity(kernel: "cl.Kernel", name: str, native: Sequence[Any]) -> None:
     """A launch gives the kernel exactly its arguments (pyopencl would fail with a TypeError)."""
     wanted = kernel.get_info(cl.kernel_info.NUM_ARGS)
     if len(native) != wanted:
-        raise UserError(f"kernel {name} takes {wanted} argument(s), the launch gives {len(native)} "
+        raise UserError(f"kernel {name} takes {wanted} argument(s), {len(native)} given "
                         "(the spec's [[args]] must list them all, in order)")
 
 
