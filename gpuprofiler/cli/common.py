@@ -8,6 +8,7 @@ Command modules import the pipeline's stages inside their ``run`` function: ``gp
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from typing import Any, Sequence
@@ -86,13 +87,19 @@ def add_timing(p: argparse.ArgumentParser, base: TimingPolicy) -> None:
     p.add_argument("--rel-ci", type=float, default=base.rel_ci,
                    help=f"stop when the median's 95%% interval is within this fraction (default {base.rel_ci:g})")
     p.add_argument("--warmup", type=int, default=base.warmup, help=f"untimed warm-up runs (default {base.warmup})")
+    p.add_argument("--timeout", type=float, default=base.timeout_s, metavar="SECONDS",
+                   help=f"stop a kernel as hung when its measurement gives no result for this long: exit 3, the "
+                        f"records before it kept (default {base.timeout_s:g}; 0: wait for ever)")
     p.set_defaults(timing_base=base)
 
 
 def policy(args: argparse.Namespace) -> TimingPolicy:
     """The timing policy of a command's options."""
+    timeout = args.timeout
+    if not (math.isfinite(timeout) and timeout >= 0):
+        raise UserError(f"--timeout {timeout:g}: expected a number of seconds >= 0 (0: no limit)")
     return args.timing_base.but(warmup=args.warmup, min_samples=args.min_samples, budget_s=args.budget,
-                                rel_ci=args.rel_ci)
+                                rel_ci=args.rel_ci, timeout_s=timeout or None)
 
 
 def add_profile(p: argparse.ArgumentParser, what: str) -> None:

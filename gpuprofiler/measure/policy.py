@@ -26,6 +26,9 @@ class TimingPolicy:
     budget_s: float = 2.0
     confidence: float = 0.95
     stop_on: str = "model"  # "model": the modelling figure (measure.stats.MODEL_STATISTIC); "median"
+    # a measurement in the device's worker that sends nothing (no record, no finished size) for this long is
+    # stopped as hung: a kernel that never ends; None: wait for ever
+    timeout_s: float | None = 600.0
 
     def but(self, **changes) -> "TimingPolicy":
         """A copy with some fields changed."""

@@ -12,7 +12,8 @@ the messages go between timings, so the timed region is the same as in one proce
 
 When the worker dies of a signal, the parent raises :class:`~gpuprofiler.errors.DeviceError` (exit 3): "the device
 runtime crashed while running KERNEL at size N (likely an out-of-bounds access)"; every record already stored
-stays. Other errors (a compile error, a wrong result) cross the pipe as they are. The worker ignores SIGINT (an
+stays. A worker that gives no result for the policy's ``timeout_s`` (a kernel that never ends) is killed: a
+``DeviceError`` too. Other errors (a compile error, a wrong result) cross the pipe as they are. The worker ignores SIGINT (an
 interrupted parent stops it) and dies with its parent (Linux: ``PR_SET_PDEATHSIG``).
 
 ``GPUPROFILER_ISOLATION=off`` measures in the calling process instead.
@@ -57,12 +58,21 @@ def ended_by(exitcode: int | None) -> str:
     return f"exit status {exitcode}"
 
 
+def _where(sizes: list[int]) -> str:
+    return (f" at size {sizes[0]}" if len(sizes) == 1 else
+            f" at one of the sizes {', '.join(map(str, sizes))} (timed in alternation)" if sizes else "")
+
+
 def crash_message(what: str, sizes: list[int], exitcode: int | None) -> str:
     """The message of a worker that died while running ``what`` at ``sizes``."""
-    where = (f" at size {sizes[0]}" if len(sizes) == 1 else
-             f" at one of the sizes {', '.join(map(str, sizes))} (timed in alternation)" if sizes else "")
-    return (f"the device runtime crashed while running {what}{where} (likely an out-of-bounds access): "
+    return (f"the device runtime crashed while running {what}{_where(sizes)} (likely an out-of-bounds access): "
             f"the worker process that launched it ended with {ended_by(exitcode)}")
+
+
+def hang_message(what: str, sizes: list[int], timeout: float) -> str:
+    """The message of a measurement stopped after ``timeout`` seconds without a result."""
+    return (f"{what}{_where(sizes)} gave no result for {timeout:g} s and was stopped as hung (a kernel that never ends? "
+            f"for runs that long, raise --timeout)")
 
 
 class DeviceWorker:
@@ -103,9 +113,10 @@ class DeviceWorker:
         records: list[dict] = []
         by_size: dict[int, list[dict]] = {}
         finished = False  # the worker has answered the whole request (done, or its error)
+        timeout = policy.timeout_s if policy is not None else None
         try:
             while True:
-                kind, *body = self._recv()
+                kind, *body = self._recv(timeout)
                 if kind == "progress":
                     if progress:
                         progress(body[0])
@@ -137,12 +148,20 @@ class DeviceWorker:
         except (OSError, EOFError):
             self._crashed()
 
-    def _recv(self) -> tuple:
+    def _recv(self, timeout: float | None = None) -> tuple:
+        """The worker's next message; with ``timeout``, a worker silent that long is stopped as hung."""
         try:
+            if timeout is not None and not self.conn.poll(timeout):
+                self._hung(timeout)
             return self.conn.recv()
         except (EOFError, OSError):
             self._crashed()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _hung(self, timeout: float) -> None:
+        self.close(kill=True)
+        what, sizes = self.running
+        raise DeviceError(hang_message(what or "the kernel", sizes, timeout))
 
     def _expect(self, kind: str) -> None:
         try:

@@ -107,6 +107,26 @@ def test_a_kernel_writing_far_out_of_bounds_ends_in_exit_3_with_the_records_befo
     assert rec["size"] == 1024 and rec["kernel"] == "wild"
 
 
+def test_a_kernel_that_never_ends_is_stopped_by_the_timeout_with_the_records_before_it(tmp_path):
+    log = tmp_path / "m.jsonl"
+    t0 = time.monotonic()
+    done = run_cli("measure", FIXTURES / "bounds" / "spin.toml", "--sizes", "1024,2048", "--sequential",
+                   "--budget", "0.1", "--timeout", "3", "-o", log, cwd=tmp_path, timeout=180)
+    assert done.returncode == 3, done.stderr
+    assert ("gpuprofiler: device error: spin at size 2048 gave no result for 3 s and was stopped as hung"
+            in done.stderr)
+    assert "Traceback" not in done.stderr and "1 finished measurement(s) kept" in done.stderr
+    [rec] = whole_lines(log)
+    assert rec["size"] == 1024 and rec["kernel"] == "spin"
+    assert time.monotonic() - t0 < 150  # the spinning worker was stopped, not waited for
+
+
+@pytest.mark.parametrize("bad", ["-1", "nan", "inf"])
+def test_a_timeout_that_is_not_a_duration_is_refused(tmp_path, bad):
+    done = run_cli("measure", FIXTURES / "bounds" / "spin.toml", f"--timeout={bad}", cwd=tmp_path)
+    assert done.returncode == 2 and "--timeout" in done.stderr and "Traceback" not in done.stderr
+
+
 def test_a_crash_during_validate_is_exit_3_and_what_was_stored_stays(tmp_path):
     suite = tmp_path / "suite"
     suite.mkdir()
