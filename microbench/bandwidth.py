@@ -1,10 +1,18 @@
-"""Global-memory bandwidth: read, write, copy and triad over float vector widths, on random data.
+"""Global-memory bandwidth: read, write, copy and triad over float vector widths, on random data; and the cost of
+a gathered read.
 
 Arrays are far beyond the last-level cache; every work-item handles PER vectors
 strided by the global size (consecutive work-items touch consecutive vectors); the
 figure is bytes moved / the minimum event time over repeats after warm-up. A value
 above the device's theoretical peak (where the API gives the memory clock and bus
 width) is recorded as failed.
+
+A gather (``x[cols[p]]``, a histogram's bins) reads one element per line (a GPU: per 32-byte sector) at random
+addresses. What DRAM delivers then is not the stream's bandwidth: a line per access, the row buffers and page
+tables missed, and on a CPU as many misses in flight as a core's fill buffers allow. ``gather_s`` measures it:
+reads at random indices (streamed from an index array) over the whole array and the same reads masked to a 16 KiB
+prefix (same instructions, only the locality differs), each work-item's reads independent; the difference per read
+is a random miss's cost with the device full of them.
 """
 
 from __future__ import annotations
@@ -75,6 +83,51 @@ def all_kernels_source(api: str) -> str:
 
 def _kernel(backend: Any, kind: str, width: int):
     return build(backend, all_kernels_source(backend.kind), f"bw_{kind}_f{width}", {"PER": PER})
+
+
+GATHER_SOURCE = r"""
+KERNEL void gather(GLOBAL const float *a, GLOBAL const u32 *index, GLOBAL float *out, u32 mask, float never) {
+    idx_t g = GID;
+    float s = 0.0f;
+    for (int k = 0; k < PER; ++k)
+        s += a[index[g * PER + k] & mask];
+    if (s == never) out[g] = s;
+}
+"""
+GATHER_NEAR = 4096  # floats of the prefix the comparison reads: 16 KiB, inside any first-level cache
+
+
+def gather_cost(backend: Any, buf: Any, out: Any, count: int, quick: bool, llc_bytes: int | None,
+                progress: Progress) -> dict:
+    """Seconds per read at a random address of an array far beyond the last-level cache (``a[index[i]]``, the
+    indices streamed from an array as a sparse matrix's columns are) over the same reads near (the indices masked
+    to ``GATHER_NEAR`` floats), with the device full of independent reads: the cost of one random line's miss."""
+    span = 1 << (int(count).bit_length() - 1)  # the largest power of two of floats within the array
+    reads = min(span, 1 << (22 if quick else 24))
+    local = (min(256, backend.info.max_work_group_size),)
+    items = reads // PER
+    items -= items % local[0]
+    n = items * PER
+    index, _ = backend.to_device(np.random.default_rng(5).integers(0, span, n, dtype=np.uint32))
+    kernel = build(backend, GATHER_SOURCE, "gather", {"PER": PER})
+    policy = bench(quick, 0.5, 0.1)
+    far, near = (time_launch(backend, kernel, (items,), local, [buf, index, out, np.uint32(mask), np.float32(-1.0)],
+                             policy).device for mask in (span - 1, GATHER_NEAR - 1))
+    # a read that finds its line in the last-level cache is no miss: count only the misses
+    miss_share = 1.0 - min(1.0, (llc_bytes or 0) / (span * 4))
+    per = (far.minimum - near.minimum) / (n * miss_share)
+    hi = (far.maximum - near.minimum) / (n * miss_share)
+    lo = max((far.minimum - near.maximum) / (n * miss_share), 0.0)
+    method = (f"{n} reads of floats at random indices (streamed from an index array) over {span * 4 >> 20} MiB "
+              f"minus the same reads masked to {GATHER_NEAR * 4 >> 10} KiB (minimum event times of {far.n} and "
+              f"{near.n} runs), per read, over the share {miss_share:.3f} that misses a last-level cache of "
+              f"{(llc_bytes or 0) / 2**20:.0f} MiB; {PER} independent reads per work-item")
+    if not per > 0:
+        return {"gather_s": failed("s", method, f"the far reads were not slower than the near ones ({per:.3g} s)")}
+    say(progress, f"bandwidth: a gathered read misses for {per * 1e9:.3g} ns "
+                  f"({far.minimum * 1e3:.3g} ms far, {near.minimum * 1e3:.3g} ms near)")
+    return {"gather_s": entry(per, "s", method, (lo, hi), far_s=far.minimum, near_s=near.minimum, reads=n,
+                              span_bytes=span * 4)}
 
 
 def streaming_knee(curve: list[dict], ratio: float = 1.2) -> int | None:
@@ -161,6 +214,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
             say(progress, f"bandwidth: {kind} float{width}: {bps / 1e9:.2f} GB/s")
     result: dict[str, Any] = {"by_width": by_width, "array_bytes": array_bytes, "peak_Bps": peak}
     result.update(working_set_curve(backend, bufs[0], out, count, quick, progress))
+    result.update(gather_cost(backend, bufs[0], out, count, quick, llc_bytes, progress))
     for kind in KINDS:
         ok = {w: e for w, e in by_width[kind].items() if e["status"] == "ok"}
         if ok:

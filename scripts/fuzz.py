@@ -178,7 +178,8 @@ def spec_case(rng: random.Random, specs: list[Path]) -> tuple[dict[str, bytes], 
             elif op < 7 and isinstance(path[-1], str):
                 del_at(data, path)
             elif op < 8:
-                arrays = [a for a in data.get("args", []) if isinstance(a, dict) and "shape" in a]
+                args = data.get("args")  # an earlier step may have replaced the list
+                arrays = [a for a in args if isinstance(a, dict) and "shape" in a] if isinstance(args, list) else []
                 if arrays:
                     rng.choice(arrays)["shape"] = rng.choice([["n-1"], "n-1", ["2*n"], "n/2", ["n", "2"], "1"])
             elif op < 9 and isinstance(data.setdefault("defines", {}), dict):  # an earlier step may have replaced it
@@ -397,6 +398,24 @@ def run_case(command: list[str], files: dict[str, bytes], timeout: float, device
     return rec
 
 
+def make_case(kind: str, seed: str, specs: list[Path], ptxs: list[Path],
+              profiles: list[Path]) -> tuple[dict[str, bytes], list[str]]:
+    """The case of ``seed``: its files and command. A mutation the generator itself cannot follow (a bug of this
+    script, not of the tool) is drawn again from a derived seed, so that it never ends the campaign."""
+    for attempt in range(20):
+        rng = random.Random(seed if attempt == 0 else f"{seed}:again{attempt}")
+        try:
+            if kind == "specs":
+                return spec_case(rng, specs)
+            if kind == "ptx":
+                return ptx_case(rng, ptxs)
+            return profile_case(rng, profiles)
+        except Exception as exc:  # noqa: BLE001 - the generator's own failure
+            print(f"fuzz: case {seed}: the generator failed ({type(exc).__name__}: {exc}); drawn again",
+                  file=sys.stderr)
+    raise RuntimeError(f"case {seed}: the generator failed 20 times")
+
+
 def shard_main(args) -> None:
     """Run this shard's cases, one JSON line per case on stdout."""
     import gpuprofiler.cli.main  # noqa: F401  (imported once, before forking)
@@ -412,10 +431,7 @@ def shard_main(args) -> None:
     for index, kind in enumerate(kinds):
         if index % args.shards != args.shard:
             continue
-        rng = random.Random(f"{args.seed}:{kind}:{index}")
-        maker = {"specs": lambda: spec_case(rng, specs), "ptx": lambda: ptx_case(rng, ptxs),
-                 "profiles": lambda: profile_case(rng, profiles)}[kind]
-        files, command = maker()
+        files, command = make_case(kind, f"{args.seed}:{kind}:{index}", specs, ptxs, profiles)
         rec = run_case(command, files, args.timeout, args.device, Path(args.profile))
         rec.update(kind=kind, index=index)
         clean = rec["outcome"].startswith("exit ") and "other" not in rec["outcome"] and not rec["escaped"]

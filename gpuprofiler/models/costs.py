@@ -179,12 +179,16 @@ def resident(footprints: list[float | None], capacity: float | None) -> bool:
 
 def scattered(profile, bandwidth: float, write: bool = False) -> Figure:
     """Seconds per sector read (or written back) at a scattered address when the device is full of such
-    accesses: the profile's ``memory.read_step_s`` (``write_step_s``), the slope of the time of n concurrent
-    work-items each touching cold lines; else a 64-byte line at ``bandwidth``. On a CPU device a work-group's
-    work-items run one after another, so the read step (a pointer chase) is one miss's latency, not the rate of
-    independent gathers, which an out-of-order core overlaps: there a line at the bandwidth."""
+    accesses. A read: the profile's ``bandwidth.gather_s`` (independent reads at random addresses, over the same
+    reads near) where measured. Else, and for a write, ``memory.read_step_s`` (``write_step_s``), the slope of the
+    time of n concurrent work-items each touching cold lines; else a 64-byte line at ``bandwidth``. On a CPU device
+    a work-group's work-items run one after another, so the read step (a pointer chase) is one miss's latency, not
+    the rate of independent gathers, which an out-of-order core overlaps: there a line at the bandwidth."""
     key = "memory.write_step_s" if write else "memory.read_step_s"
     hw = view(profile)
+    gather = hw.figure("bandwidth.gather_s")
+    if not write and gather.ok and gather.value > 0:
+        return gather
     fig = hw.figure(key)
     if hw.kind == "cpu" and not write:
         return Figure(64.0 / bandwidth, "a 64-byte line at the DRAM bandwidth (a CPU overlaps independent gathers; "

@@ -95,7 +95,9 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       dram_latency_s (latency past the last cache level), points[] (n, read_s, write_s)
   bandwidth           read_Bps, write_Bps, copy_Bps, triad_Bps (best over vector widths),
                       by_width{kind: {width: entry}}, array_bytes, peak_Bps (where the API tells it),
-                      working_set_curve[] (bytes, Bps), streaming_llc_bytes (where reads fall to memory speed)
+                      working_set_curve[] (bytes, Bps), streaming_llc_bytes (where reads fall to memory speed),
+                      gather_s (a read at a random address far beyond the caches over the same read near: the
+                      cost of a gathered line's miss with the device full of them)
   transfer            htod_Bps, dtoh_Bps (pageable), htod_pinned_Bps, dtoh_pinned_Bps (where the API
                       allows), latency_s (smallest copy)
   caches              [{level, name, size_bytes, latency_s, latency_cycles}] detected as knees of latency_curve;

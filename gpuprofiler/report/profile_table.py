@@ -62,7 +62,7 @@ def show(profile: Profile) -> str:
     for section, keys in (
         ("launch", ("fixed_s", "per_thread_s", "event_s", "round_trip_s", "back_to_back_s", "queue_to_start_s")),
         ("memory", ("read_s", "read_step_s", "write_s", "write_step_s", "cached_read_s", "dram_latency_s")),
-        ("bandwidth", ("read_Bps", "write_Bps", "copy_Bps", "triad_Bps")),
+        ("bandwidth", ("read_Bps", "write_Bps", "copy_Bps", "triad_Bps", "gather_s")),
         ("transfer", ("htod_Bps", "dtoh_Bps", "htod_pinned_Bps", "dtoh_pinned_Bps", "latency_s")),
         ("concurrency", ("work_items",)),
         ("local_memory", ("latency_s", "latency_cycles")),
@@ -105,7 +105,7 @@ KEY_VALUES = ("launch.fixed_s", "launch.per_thread_s", "launch.event_s", "launch
               "launch.back_to_back_s", "launch.queue_to_start_s", "memory.read_s", "memory.read_step_s",
               "memory.write_s", "memory.write_step_s", "memory.cached_read_s", "memory.dram_latency_s",
               "bandwidth.read_Bps", "bandwidth.write_Bps", "bandwidth.copy_Bps", "bandwidth.triad_Bps",
-              "transfer.htod_Bps", "transfer.dtoh_Bps", "concurrency.work_items",
+              "bandwidth.gather_s", "transfer.htod_Bps", "transfer.dtoh_Bps", "concurrency.work_items",
               "instructions.float_fma.latency_s", "instructions.float_add.latency_s", "local_memory.latency_s")
 
 

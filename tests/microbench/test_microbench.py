@@ -107,6 +107,19 @@ def test_bandwidth_kernels_compile_for_both_apis(pocl, tmp_path):
         assert "make_float4" in bandwidth.kernel_source("write", "cuda", 4)
 
 
+def test_a_gathered_read_costs_more_than_a_near_one(pocl):
+    """Random reads over 64 MiB against the same reads over 16 KiB: a positive cost per read, below a microsecond
+    (generous: a DRAM miss on any device), with its interval around it; the far reads were the slower."""
+    count = 16 << 20
+    buf = pocl.to_device(np.random.default_rng(1).random(count, dtype=np.float32))[0]
+    out = pocl.alloc(4 << 20)
+    got = bandwidth.gather_cost(pocl, buf, out, count, True, 0, None)["gather_s"]
+    assert got["status"] == "ok", got
+    lo, hi = got["interval"]
+    assert 0 <= lo <= got["value"] <= hi and 0 < got["value"] < 1e-6
+    assert got["far_s"] > got["near_s"] and got["span_bytes"] == 64 << 20
+
+
 def test_transfer_quick(pocl):
     r = transfer.measure(pocl, quick=True)
     assert r["htod_Bps"]["value"] > 1e8 and r["dtoh_Bps"]["value"] > 1e8
@@ -126,7 +139,7 @@ def test_calibrate_quick_writes_the_profile(tmp_path):
         fixed["status"] == "failed" and "intercept" in fixed["reason"]), fixed
     for key in ("launch.event_s", "launch.per_thread_s", "memory.read_s", "memory.write_s", "memory.read_step_s",
                 "memory.write_step_s", "memory.cached_read_s", "bandwidth.read_Bps", "bandwidth.write_Bps",
-                "bandwidth.copy_Bps", "concurrency.work_items"):
+                "bandwidth.copy_Bps", "bandwidth.gather_s", "concurrency.work_items"):
         assert p.get(key) > 0, key
     assert p.data["caches"] and all(c["size_bytes"] > 0 and c["latency_s"] > 0 for c in p.data["caches"])
     assert p.get("instructions.float_fma.latency_cycles") >= 1

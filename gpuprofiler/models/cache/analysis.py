@@ -65,6 +65,13 @@ class CacheAnalysis:
     notes: list[str] = field(default_factory=list)
     private_cold: float | None = None  # exact share of the private / shared streams' accesses never reused
     shared_cold: float | None = None
+    scattered: dict[str, float] = field(default_factory=dict)  # per buffer, its new lines' share in a new page
+
+    def scattered_share(self, level: Level) -> float:
+        """The share of ``level``'s misses at scattered lines: each buffer's share of the misses times the share of
+        its lines that a unit first touches in another 4 KiB page than the line it touched before (a gather's, a
+        column walk's: no prefetch, a new DRAM row and TLB entry each), not the next line of a stream."""
+        return min(1.0, sum(share * self.scattered.get(name, 0.0) for name, share in level.by_array.items()))
 
     def level(self, name: str) -> Level | None:
         return next((lv for lv in self.levels if lv.name == name), None)
@@ -79,6 +86,7 @@ class CacheAnalysis:
                             "write_share": lv.write_share}
                            for lv in self.levels],
                 "coherence_misses": self.coherence_misses, "shared_written_lines": self.shared_written_lines,
+                "scattered_lines": self.scattered,
                 "unknown_arrays": self.unknown, "notes": self.notes}
 
 
@@ -154,10 +162,13 @@ class Samples:
         """The exact share of the sampled population that is not reused within its window."""
         return sum(len(c) for c in self.cold_arrays) / max(self.population, 1)
 
-    def misses(self, miss: np.ndarray, names: list[str]) -> tuple[float, dict[str, float], float]:
+    def misses(self, miss: np.ndarray, names: list[str],
+               later: np.ndarray | None = None) -> tuple[float, dict[str, float], float]:
         """Miss ratio, each buffer's share of the misses and the stores' share, from the samples' verdicts ``miss``:
-        the reused accesses' misses estimated from the sample, the never reused (always missing) counted exactly
-        (stratified: the cold share, which decides a streaming kernel's traffic, carries no sampling error)."""
+        the reused accesses' misses estimated from the sample, the never reused in the window counted exactly
+        (stratified: the cold share, which decides a streaming kernel's traffic, carries no sampling error). Those
+        miss, but for the share ``later[i]`` of buffer i's that the cache still holds when the launch comes back
+        to their line after the window (:func:`later_hits`)."""
         d = np.concatenate(self.distances)
         a = np.concatenate(self.arrays)
         w = np.concatenate(self.writes)
@@ -167,15 +178,18 @@ class Samples:
         hot = miss & reused
         ca, cw = np.concatenate(self.cold_arrays), np.concatenate(self.cold_writes)
         pop = max(self.population, 1)
-        ratio = cold + per_reused * int(hot.sum())
+        keep = np.ones(len(names)) if later is None else 1.0 - np.asarray(later, dtype=float)
+        cold_by = np.bincount(ca, minlength=len(names))[:len(names)] * keep
+        cold_w = float((np.bincount(ca[cw], minlength=len(names))[:len(names)] * keep).sum())
+        ratio = float(cold_by.sum()) / pop + per_reused * int(hot.sum())
         if ratio <= 0:
             return 0.0, {}, 0.0
         by_array = {}
         for i, n in enumerate(names):
-            share = (np.count_nonzero(ca == i) / pop + per_reused * np.count_nonzero(hot & (a == i))) / ratio
+            share = (cold_by[i] / pop + per_reused * np.count_nonzero(hot & (a == i))) / ratio
             if share > 0:
                 by_array[n] = float(share)
-        write_share = (np.count_nonzero(cw) / pop + per_reused * np.count_nonzero(hot & w)) / ratio
+        write_share = (cold_w / pop + per_reused * np.count_nonzero(hot & w)) / ratio
         return float(ratio), by_array, float(write_share)
 
     def set_misses(self, ways: int, sets: int, sd: np.ndarray) -> np.ndarray:
@@ -195,6 +209,73 @@ class Samples:
             out.append(part)
             at += len(d)
         return np.concatenate(out)
+
+
+def later_hits(streams: list[Stream], samples: Samples, accesses: float, capacity: int) -> np.ndarray:
+    """Per buffer, the share of its accesses not reused within their window that a shared cache of ``capacity``
+    lines still holds when the launch comes back to their line after the window (a window is a slice of the launch:
+    a line a whole launch touches t times a launch, evenly, is back every 1/t of it, unless that was its last touch).
+
+    For buffer i of F_i lines touched N_i times a launch: of its accesses not reused in the window, a share
+    1 - (window accesses of i / those not reused) * F_i / N_i is not the line's last touch; the next comes
+    ``accesses * F_i / N_i`` accesses later, with sum_j min(F_j, gap * r_j) distinct lines between (r_j: buffer j's
+    new lines per access in the window): a hit where that is under ``capacity``. Buffers of unknown size: 0."""
+    names = streams[0].names
+    k = len(names)
+    touched = np.zeros(k)
+    new_lines = np.zeros(k)
+    length = 0
+    for s in streams:
+        lines, arrays, _ = s.merged()
+        half = len(lines) // 2
+        touched += np.bincount(arrays[:half], minlength=k)[:k]
+        _, first = np.unique(lines, return_index=True)
+        new_lines += np.bincount(arrays[first], minlength=k)[:k]
+        length += len(lines)
+    cold = np.bincount(np.concatenate(samples.cold_arrays), minlength=k)[:k] if samples.cold_arrays else np.zeros(k)
+    pop = max(samples.population, 1)
+    foot = np.array([float(streams[0].footprints.get(n, 0)) for n in names])
+    rate = new_lines / max(length, 1)
+    per_launch = touched / pop * accesses  # N_i
+    out = np.zeros(k)
+    for i in range(k):
+        if foot[i] <= 0 or per_launch[i] <= foot[i] or cold[i] == 0:
+            continue  # unknown size, or each line touched once a launch: its last touch
+        again = 1.0 - touched[i] / cold[i] * foot[i] / per_launch[i]
+        if again <= 0:
+            continue
+        gap = accesses * foot[i] / per_launch[i]
+        between = float(np.minimum(np.where(foot > 0, foot, np.inf), gap * rate).sum())
+        if between < capacity:
+            out[i] = min(again, 1.0)
+    return out
+
+
+PAGE = 4096
+
+
+def scattered_lines(streams: list[Stream], line_bytes: int) -> dict[str, float]:
+    """Per buffer, the share of the new lines each unit touches (in the order it first touches them) that lie in
+    another 4 KiB page than its previous new line of that buffer: ~0 for a stream (a page change every
+    4096 / line lines), ~1 for a gather or a walk with a stride of a page or more."""
+    names = streams[0].names if streams else []
+    jumps = np.zeros(len(names))
+    total = np.zeros(len(names))
+    for s in streams:
+        for lines, arrays in zip(s.lines, s.arrays):
+            if len(lines) < 2:
+                continue
+            first_lines, at = np.unique(lines, return_index=True)
+            order = np.argsort(at, kind="stable")
+            first_lines, owner = first_lines[order], arrays[at[order]]
+            by = np.argsort(owner, kind="stable")  # per buffer, in first-touch order
+            first_lines, owner = first_lines[by], owner[by]
+            pages = first_lines * line_bytes // PAGE
+            same = owner[1:] == owner[:-1]
+            moved = same & (pages[1:] != pages[:-1])
+            jumps += np.bincount(owner[1:][moved], minlength=len(names))[:len(names)]
+            total += np.bincount(owner[1:][same], minlength=len(names))[:len(names)]
+    return {n: float(jumps[i] / total[i]) for i, n in enumerate(names) if total[i] > 0}
 
 
 def geometry(name: str, size: float, order: Order) -> tuple[int, int]:
@@ -273,7 +354,8 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
         # a set holds `ways` lines: a line whose set the accesses in between crowd (a power-of-two stride) is
         # evicted long before the cache is full
         miss = samples.set_misses(ways, sets, sd) if sets > 1 else sd >= lines_n
-        ratio, by_array, write_share = samples.misses(miss, names)
+        later = later_hits(streams, samples, accesses, lines_n) if shared else None
+        ratio, by_array, write_share = samples.misses(miss, names, later)
         full = float(statstack(d, [lines_n], cold=samples.cold)[0])
         rnd = float(statcache(d, [lines_n], cold=samples.cold)[0])
         levels.append(Level(name, size, lines_n, shared, ratio, rnd, ratio * accesses, by_array, full, ways, sets,
@@ -285,4 +367,5 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
         notes.append(f"addresses of {', '.join(unknown)} depend on data the spec does not give: left out")
     return CacheAnalysis(order, levels, accesses, int(len(priv_d) + len(shared_d)), eff_rate, priv_d, shared_d,
                          priv_a, shared_a, names, len(streams), window_len, float(np.mean(coh)) * accesses,
-                         float(np.mean(shared_lines)), unknown, notes, private.cold, shared_s.cold)
+                         float(np.mean(shared_lines)), unknown, notes, private.cold, shared_s.cold,
+                         scattered_lines(streams, order.line_bytes))

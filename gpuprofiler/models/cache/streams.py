@@ -18,7 +18,7 @@ laid out at a time; buffers sit one after another at 4 KiB-aligned addresses. Ad
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -69,6 +69,7 @@ class Stream:
     total_groups: int
     accesses_per_group: float
     unknown: list[str]         # arrays whose addresses depend on data the builder does not have
+    footprints: dict[str, int] = field(default_factory=dict)  # lines of each buffer, where its size is known
 
     def merged(self, with_units: bool = False) -> tuple[np.ndarray, ...]:
         """The units' streams interleaved in proportion (as a shared cache sees them run at once): lines, buffers,
@@ -141,13 +142,14 @@ def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarr
             names.append(a.array)
     base = bases({n: kernel.buffers.get(n, 0) for n in names})
     unknown = sorted({a.array for a in accesses if a.addr is None})
+    footprints = {n: -(-int(b) // order.line_bytes) for n, b in kernel.buffers.items() if b and b > 0}
     known = [a for a in accesses if a.addr is not None]
     per_group = sample.size // len(followed)
     group_items = int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
     if not known:
         empty = [np.zeros(0, np.int64) for _ in range(order.units)]
         return [Stream(empty, list(empty), [np.zeros(0, bool) for _ in range(order.units)], names, part, total,
-                       0.0, unknown) for part in parts]
+                       0.0, unknown, footprints) for part in parts]
     n_acc = len(known)
     arr = np.array([names.index(a.array) for a in known], dtype=np.int64)
     wr = np.array([a.kind == "write" for a in known])
@@ -180,7 +182,8 @@ def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarr
             per_unit[2].append(wr_o[mine].ravel()[keep])
         followed_items = max(int(sample.valid.reshape(len(followed), per_group)[at].sum()) / len(part), 1.0)
         out.append(Stream(*per_unit, names, part, total,
-                          float(active.sum()) / len(part) * max(group_items / followed_items, 1.0), unknown))
+                          float(active.sum()) / len(part) * max(group_items / followed_items, 1.0), unknown,
+                          footprints))
     return out
 
 

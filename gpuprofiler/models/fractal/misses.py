@@ -2,6 +2,12 @@
 
 At size n the kernel's address stream is sampled (:mod:`gpuprofiler.models.cache.analysis`): the last level misses
 M(n) lines per launch, which DRAM delivers at the profile's read bandwidth, so memory takes M(n) * line / B seconds.
+Misses at scattered lines (a gather's ``x[cols[p]]``, a column walk: each new line in another page than the last;
+:meth:`~gpuprofiler.models.cache.analysis.CacheAnalysis.scattered_share`) cost a scattered read each
+(:func:`~gpuprofiler.models.costs.scattered`, as in the max-plus model): what the profile measured for a random read
+far beyond the caches (``bandwidth.gather_s``), else a GPU's step of concurrent cold reads (``memory.read_step_s``),
+else a line at the bandwidth. On a CPU that is several times a line at the stream's bandwidth: the misses a core
+keeps in flight, not the bandwidth, bound them.
 The law (:class:`~gpuprofiler.models.fractal.laws.CacheMissLaw`) sets that beside the work law: T = c0 + max(k
 W(n), memory(n)), c0 and k fitted on the small sizes. Where the target's accesses start missing the last level
 while the small sizes' hit (a gathered vector or a working set leaving the cache), the memory time overtakes the
@@ -24,6 +30,7 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.cache.analysis import CacheAnalysis, analyse, cache_levels
+from gpuprofiler.models.costs import scattered
 from gpuprofiler.profile.hardware import view
 
 BUDGET = 1 << 20  # accesses per window: enough for the private levels, a fifth of the time of `gpuprofiler cache`
@@ -57,6 +64,7 @@ class MissCost:
     item: Any
     profile: Any
     bandwidths: list[float]
+    gather_s: float | None = None  # seconds per scattered line's miss (None: a line at the bandwidth)
     analyses: dict[int, CacheAnalysis] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
 
@@ -74,7 +82,10 @@ class MissCost:
         a = self.analysis(n)
         if a is None or not a.levels:
             return math.nan
-        return a.levels[-1].misses * a.order.line_bytes / self.bandwidths[-1]
+        last = a.levels[-1]
+        line_s = a.order.line_bytes / self.bandwidths[-1]
+        scattered_share = a.scattered_share(last) if self.gather_s else 0.0
+        return last.misses * ((1.0 - scattered_share) * line_s + scattered_share * max(self.gather_s or 0.0, line_s))
 
     def __call__(self, n: float) -> float:
         return self.memory_s(n)
@@ -90,7 +101,8 @@ def miss_cost(item, profile) -> MissCost | None:
     bws = level_bandwidths(profile)
     if not bws:
         return None
-    return MissCost(item, profile, bws)
+    gather = scattered(profile, bws[-1])
+    return MissCost(item, profile, bws, gather.value if gather.ok and gather.value > 0 else None)
 
 
 def _signed(seconds: float) -> str:

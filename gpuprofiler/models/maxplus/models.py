@@ -125,8 +125,10 @@ def parameters(profile, kernel: Kernel | None = None, n_override: int | None = N
     for key in ("barrier", "bar.sync"):
         if keep("t_bar", hw.instruction(key, "latency_s"), "a barrier between fragments"):
             break
-    keep("dt_gather", hw.figure("memory.read_step_s"),
-         "slope of the read time over concurrent work-items, scattered lines")
+    if not keep("dt_gather", hw.figure("bandwidth.gather_s"),
+                "a read at a random index far beyond the caches, over the same read near, the device full of them"):
+        keep("dt_gather", hw.figure("memory.read_step_s"),
+             "slope of the read time over concurrent work-items, scattered lines")
     keep("dT_gather", hw.figure("memory.write_step_s"),
          "slope of the write time over concurrent work-items, scattered lines")
     gpu = hw.kind == "gpu"

@@ -89,3 +89,46 @@ def test_a_gpu_order_from_the_h100_profile():
     order = device_order(load_profile(H100_PROFILE))
     assert order.lanes == 32 and order.units > 100 and order.line_bytes == 32 and order.sectored
     assert launch_groups(inst("vadd", 1 << 20)) == 4096
+
+
+def _stream(lines, arrays, names):
+    from gpuprofiler.models.cache.streams import Stream
+
+    lines, arrays = np.asarray(lines, np.int64), np.asarray(arrays, np.int64)
+    return Stream([lines], [arrays], [np.zeros(len(lines), bool)], names, np.arange(1), 1, float(len(lines)), [])
+
+
+def test_scattered_lines_tell_a_stream_from_a_gather_and_a_page_stride():
+    from gpuprofiler.models.cache.analysis import scattered_lines
+
+    rng = np.random.default_rng(0)
+    n = 4096
+    seq = np.arange(n)                       # a stream: a new page every 4096 / 64 = 64 lines
+    far = 10**7 + rng.permutation(10**6)[:n]  # a gather over 64 MB of lines
+    walk = 2 * 10**7 + 64 * np.arange(n)     # a column walk: one line per 4 KiB page
+    lines = np.stack([seq, far, walk], axis=1).ravel()  # interleaved, as one unit touches them
+    arrays = np.tile([0, 1, 2], n)
+    got = scattered_lines([_stream(lines, arrays, ["a", "x", "col"])], 64)
+    assert got["a"] == pytest.approx((n // 64 - 1) / (n - 1))
+    assert got["x"] > 0.99 and got["col"] == 1.0
+    # a line touched again is not a new line: repeating the stream changes nothing
+    again = scattered_lines([_stream(np.concatenate([seq, seq]), np.zeros(2 * n, np.int64), ["a"])], 64)
+    assert again["a"] == pytest.approx((n // 64 - 1) / (n - 1))
+
+
+def test_a_gathered_vector_that_fits_the_last_level_misses_once_per_sector():
+    """spmv on the H100 at 2M rows: x (8 MB) fits the 50 MB L2, but a window of the launch (a million accesses)
+    is too short to see the same sector gathered again; the launch comes back to it, so L2 misses x's sectors
+    once (compulsory), not at every access the window does not see reused; the streamed matrix misses in full.
+    At 32M rows x (128 MB) does not fit: most of its gathers miss."""
+    prof = load_profile(H100_PROFILE)
+    small = analyse(inst("spmv_csr", 1 << 21), prof, budget=1 << 20, count=2)
+    last = small.levels[-1]
+    sectors = (1 << 21) * 4 / 32
+    assert last.misses * last.by_array["x"] == pytest.approx(sectors, rel=0.1)
+    assert last.misses * last.by_array["cols"] == pytest.approx(8 * sectors, rel=0.05)
+    assert small.scattered["x"] > 0.95 and small.scattered["cols"] < 0.05
+    large = analyse(inst("spmv_csr", 1 << 25), prof, budget=1 << 20, count=2)
+    big = large.levels[-1]
+    assert big.misses * big.by_array["x"] > 0.5 * 8 * (1 << 25)
+    assert large.scattered_share(big) > 0.6 > small.scattered_share(last)

@@ -206,3 +206,37 @@ def test_the_cache_miss_law_is_chosen_within_the_margin_and_warns_what_the_cross
     assert "L1 miss ratio 0.02 at the small sizes -> 0.50 at the target (B): not priced" in private
     assert "L2 miss ratio 0.01 at the small sizes -> 0.25 at the target (B): +1.4 s over the work law" in last
     assert regime_costs(Cost(), [100, 200], 500, 0.0) == []
+
+
+def test_scattered_misses_cost_a_scattered_read_each_and_streamed_ones_a_line_at_the_bandwidth():
+    """The cache-miss law's memory time on the H100 profile: spmv's last-level misses split by where their lines
+    lie, x's (gathered: a new page per line) at the profile's scattered read, the matrix's at 32 bytes over the
+    read bandwidth; a profile that measured a gathered read (``bandwidth.gather_s``) prices them with it."""
+    import copy
+
+    from conftest import H100_PROFILE, KERNELS
+
+    from gpuprofiler.models.costs import scattered
+    from gpuprofiler.models.fractal.misses import miss_cost
+    from gpuprofiler.profile.file import load_profile
+    from gpuprofiler.profile.hardware import view
+
+    prof = load_profile(H100_PROFILE)
+    spec = load_spec(KERNELS / "spmv_csr.toml")
+    cost = miss_cost(spec, prof)
+    bw = view(prof).figure("bandwidth.read_Bps").value
+    assert cost.gather_s == scattered(prof, bw).value == prof.get("memory.read_step_s")
+    n = 1 << 21
+    a = cost.analysis(n)
+    last = a.levels[-1]
+    share = a.scattered_share(last)
+    assert 0 < share < 1 and share == pytest.approx(last.by_array["x"] * a.scattered["x"], rel=0.1)
+    expected = last.misses * ((1 - share) * 32 / bw + share * cost.gather_s)
+    assert cost.memory_s(n) == pytest.approx(expected, rel=1e-12)
+    data = copy.deepcopy(prof.data)
+    data["bandwidth"]["gather_s"] = {"value": 5e-11, "unit": "s", "interval": [4e-11, 6e-11], "status": "ok",
+                                     "method": "a test's figure"}
+    measured = miss_cost(spec, Profile(data))
+    assert measured.gather_s == 5e-11 and scattered(Profile(data), bw).value == 5e-11
+    measured.analyses[n] = a
+    assert measured.memory_s(n) == pytest.approx(last.misses * ((1 - share) * 32 / bw + share * 5e-11), rel=1e-12)
