@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from gpuprofiler.device.base import round_up
 from gpuprofiler.errors import UserError
 from gpuprofiler.workloads.spec import KernelSpec, SpecInstance
 
@@ -91,9 +92,12 @@ def violations(inst: SpecInstance, reaches: Iterable[Reach]) -> list[str]:
         if r.elem_bytes != arg.dtype.itemsize:
             what += f" of {r.elem_bytes}-byte elements"
         holds = f"{count} {arg.dtype.name}"
+        launched = list(round_up(inst.global_size, inst.local_size))
+        glob = f"global {list(inst.global_size)}" + (
+            f" run as {launched} (whole work-groups of {list(inst.local_size)})"
+            if launched != list(inst.global_size) else "")
         out.append(f"argument `{r.arg}`: the launch {r.verb} {what} but the buffer holds {holds} "
-                   f"(at {spec.size}={inst.size}, global {list(inst.global_size)}, shape {list(inst.shapes[r.arg])}; "
-                   f"from the {r.how})")
+                   f"(at {spec.size}={inst.size}, {glob}, shape {list(inst.shapes[r.arg])}; from the {r.how})")
     return out
 
 

@@ -12,10 +12,12 @@ floating-point data, a pointer it cannot follow) is left out, for the declared s
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 
+from gpuprofiler.device.base import round_up
 from gpuprofiler.models.maxplus.builder import build_spec
 from gpuprofiler.workloads.bounds import Reach
 from gpuprofiler.workloads.spec import SpecInstance
@@ -40,7 +42,11 @@ MAX_STATEMENTS = 1 << 14
 
 def reaches(inst: SpecInstance, backend: str = "opencl", max_statements: int = MAX_STATEMENTS) -> list[Reach] | None:
     """Per array argument the builder follows at every access, the lowest and highest element index the launch
-    reaches; None where it cannot read the kernel (or would execute more than ``max_statements`` statements)."""
+    reaches; None where it cannot read the kernel (or would execute more than ``max_statements`` statements).
+    The launch is what the device runs: the global size rounded up to whole work-groups (a CUDA grid of whole
+    blocks, an OpenCL range padded to its work-group size), whose extra work-items run the kernel too."""
+    if inst.local_size:
+        inst = dataclasses.replace(inst, global_size=list(round_up(inst.global_size, inst.local_size)))
     try:
         kernel = build_spec(inst, backend, groups=corner_groups(inst.global_size, inst.local_size),
                             max_statements=max_statements, exact=True)
