@@ -108,20 +108,22 @@ NEAR = 4096  # reuses at most this many accesses away have their same-set distin
 def sample_distances(lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator):
     """Forward reuse distances (inf: not reused in the rest of the window), buffers, lines and positions of a
     random sample of the first half of the stream, and the positions of every access of that half that is not
-    reused (counted exactly, not sampled: the cold share needs no estimate)."""
+    reused (counted exactly, not sampled: the cold share needs no estimate); last, which accesses of the whole
+    stream are their line's first."""
     half = len(lines) // 2
+    nxt, first = next_and_first_use(lines)
+    new = first == np.arange(len(lines))
     if half == 0:
         empty = np.zeros(0, np.int64)
-        return np.zeros(0), empty, empty, empty, empty, empty, empty
+        return np.zeros(0), empty, empty, empty, empty, empty, empty, new
     pick = np.flatnonzero(rng.random(half) < rate)
-    nxt, first = next_and_first_use(lines)
     n = len(lines)
     d = (nxt[pick] - pick - 1).astype(float)
     d[nxt[pick] >= n] = np.inf
     cold = np.flatnonzero(nxt[:half] >= n)
     # whose miss each is: a reuse's, the next access to the line; a line never reused, its first access
     missing = np.where(nxt[pick] < n, nxt[pick], first[pick])
-    return d, arrays[pick], lines[pick], pick, cold, missing, first[cold]
+    return d, arrays[pick], lines[pick], pick, cold, missing, first[cold], new
 
 
 @dataclass
@@ -139,10 +141,16 @@ class Samples:
     population: int = 0                      # accesses the samples were drawn from
     cold_arrays: list[np.ndarray] = field(default_factory=list)  # buffer of each of them not reused
     cold_writes: list[np.ndarray] = field(default_factory=list)
+    stream_arrays: list[np.ndarray] = field(default_factory=list)  # per stream: the buffer of every access
+    first_lines: list[np.ndarray] = field(default_factory=list)    # per stream: its new lines, in time order
+    first_arrays: list[np.ndarray] = field(default_factory=list)   # and their buffers
 
     def add(self, lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator,
             writes: np.ndarray | None = None) -> None:
-        d, a, ln, pos, cold, missing, cold_first = sample_distances(lines, arrays, rate, rng)
+        d, a, ln, pos, cold, missing, cold_first, new = sample_distances(lines, arrays, rate, rng)
+        self.stream_arrays.append(arrays)
+        self.first_lines.append(lines[new])
+        self.first_arrays.append(arrays[new])
         self.writes.append(writes[missing] if writes is not None else np.zeros(len(d), bool))
         self.population += len(lines) // 2
         self.cold_arrays.append(arrays[cold])
@@ -152,7 +160,7 @@ class Samples:
         self.lines.append(ln)
         self.positions.append(pos)
         self.streams.append(lines)
-        self.distinct.append(np.unique(lines))
+        self.distinct.append(np.sort(lines[new]))
 
     def all(self) -> tuple[np.ndarray, np.ndarray]:
         return np.concatenate(self.distances), np.concatenate(self.arrays)
@@ -211,7 +219,8 @@ class Samples:
         return np.concatenate(out)
 
 
-def later_hits(streams: list[Stream], samples: Samples, accesses: float, capacity: int) -> np.ndarray:
+def later_hits(samples: Samples, names: list[str], footprints: dict[str, int], accesses: float,
+               capacity: int) -> np.ndarray:
     """Per buffer, the share of its accesses not reused within their window that a shared cache of ``capacity``
     lines still holds when the launch comes back to their line after the window (a window is a slice of the launch:
     a line a whole launch touches t times a launch, evenly, is back every 1/t of it, unless that was its last touch).
@@ -219,24 +228,20 @@ def later_hits(streams: list[Stream], samples: Samples, accesses: float, capacit
     For buffer i of F_i lines touched N_i times a launch: of its accesses not reused in the window, a share
     1 - (window accesses of i / those not reused) * F_i / N_i is not the line's last touch; the next comes
     ``accesses * F_i / N_i`` accesses later, with sum_j min(F_j, gap * r_j) distinct lines between (r_j: buffer j's
-    new lines per access in the window): a hit where that is under ``capacity``. Buffers of unknown size: 0."""
-    names = streams[0].names
+    new lines per access in the window): a hit where that is under ``capacity``. ``samples``: the shared level's
+    (the units' streams interleaved). Buffers of unknown size: 0."""
     k = len(names)
     touched = np.zeros(k)
     new_lines = np.zeros(k)
     length = 0
-    for s in streams:
-        lines, arrays, _ = s.merged()
-        half = len(lines) // 2
-        touched += np.bincount(arrays[:half], minlength=k)[:k]
-        _, first = np.unique(lines, return_index=True)
-        new_lines += np.bincount(arrays[first], minlength=k)[:k]
-        length += len(lines)
+    for arrays, first in zip(samples.stream_arrays, samples.first_arrays):
+        touched += np.bincount(arrays[:len(arrays) // 2], minlength=k)[:k]
+        new_lines += np.bincount(first, minlength=k)[:k]
+        length += len(arrays)
     cold = np.bincount(np.concatenate(samples.cold_arrays), minlength=k)[:k] if samples.cold_arrays else np.zeros(k)
-    pop = max(samples.population, 1)
-    foot = np.array([float(streams[0].footprints.get(n, 0)) for n in names])
+    foot = np.array([float(footprints.get(n, 0)) for n in names])
     rate = new_lines / max(length, 1)
-    per_launch = touched / pop * accesses  # N_i
+    per_launch = touched / max(samples.population, 1) * accesses  # N_i
     out = np.zeros(k)
     for i in range(k):
         if foot[i] <= 0 or per_launch[i] <= foot[i] or cold[i] == 0:
@@ -254,27 +259,23 @@ def later_hits(streams: list[Stream], samples: Samples, accesses: float, capacit
 PAGE = 4096
 
 
-def scattered_lines(streams: list[Stream], line_bytes: int) -> dict[str, float]:
+def scattered_lines(samples: Samples, names: list[str], line_bytes: int) -> dict[str, float]:
     """Per buffer, the share of the new lines each unit touches (in the order it first touches them) that lie in
     another 4 KiB page than its previous new line of that buffer: ~0 for a stream (a page change every
-    4096 / line lines), ~1 for a gather or a walk with a stride of a page or more."""
-    names = streams[0].names if streams else []
+    4096 / line lines), ~1 for a gather or a walk with a stride of a page or more. ``samples``: the private
+    levels' (one stream per unit)."""
     jumps = np.zeros(len(names))
     total = np.zeros(len(names))
-    for s in streams:
-        for lines, arrays in zip(s.lines, s.arrays):
-            if len(lines) < 2:
-                continue
-            first_lines, at = np.unique(lines, return_index=True)
-            order = np.argsort(at, kind="stable")
-            first_lines, owner = first_lines[order], arrays[at[order]]
-            by = np.argsort(owner, kind="stable")  # per buffer, in first-touch order
-            first_lines, owner = first_lines[by], owner[by]
-            pages = first_lines * line_bytes // PAGE
-            same = owner[1:] == owner[:-1]
-            moved = same & (pages[1:] != pages[:-1])
-            jumps += np.bincount(owner[1:][moved], minlength=len(names))[:len(names)]
-            total += np.bincount(owner[1:][same], minlength=len(names))[:len(names)]
+    for lines, owner in zip(samples.first_lines, samples.first_arrays):
+        if len(lines) < 2:
+            continue
+        by = np.argsort(owner, kind="stable")  # per buffer, in first-touch order
+        lines, owner = lines[by], owner[by]
+        pages = lines * line_bytes // PAGE
+        same = owner[1:] == owner[:-1]
+        moved = same & (pages[1:] != pages[:-1])
+        jumps += np.bincount(owner[1:][moved], minlength=len(names))[:len(names)]
+        total += np.bincount(owner[1:][same], minlength=len(names))[:len(names)]
     return {n: float(jumps[i] / total[i]) for i, n in enumerate(names) if total[i] > 0}
 
 
@@ -354,7 +355,7 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
         # a set holds `ways` lines: a line whose set the accesses in between crowd (a power-of-two stride) is
         # evicted long before the cache is full
         miss = samples.set_misses(ways, sets, sd) if sets > 1 else sd >= lines_n
-        later = later_hits(streams, samples, accesses, lines_n) if shared else None
+        later = later_hits(samples, names, streams[0].footprints, accesses, lines_n) if shared else None
         ratio, by_array, write_share = samples.misses(miss, names, later)
         full = float(statstack(d, [lines_n], cold=samples.cold)[0])
         rnd = float(statcache(d, [lines_n], cold=samples.cold)[0])
@@ -368,4 +369,4 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
     return CacheAnalysis(order, levels, accesses, int(len(priv_d) + len(shared_d)), eff_rate, priv_d, shared_d,
                          priv_a, shared_a, names, len(streams), window_len, float(np.mean(coh)) * accesses,
                          float(np.mean(shared_lines)), unknown, notes, private.cold, shared_s.cold,
-                         scattered_lines(streams, order.line_bytes))
+                         scattered_lines(private, names, order.line_bytes))

@@ -91,11 +91,13 @@ def test_a_gpu_order_from_the_h100_profile():
     assert launch_groups(inst("vadd", 1 << 20)) == 4096
 
 
-def _stream(lines, arrays, names):
-    from gpuprofiler.models.cache.streams import Stream
+def _samples(*streams):
+    from gpuprofiler.models.cache.analysis import Samples
 
-    lines, arrays = np.asarray(lines, np.int64), np.asarray(arrays, np.int64)
-    return Stream([lines], [arrays], [np.zeros(len(lines), bool)], names, np.arange(1), 1, float(len(lines)), [])
+    out = Samples()
+    for lines, arrays in streams:
+        out.add(np.asarray(lines, np.int64), np.asarray(arrays, np.int64), 1e-3, np.random.default_rng(0))
+    return out
 
 
 def test_scattered_lines_tell_a_stream_from_a_gather_and_a_page_stride():
@@ -108,11 +110,11 @@ def test_scattered_lines_tell_a_stream_from_a_gather_and_a_page_stride():
     walk = 2 * 10**7 + 64 * np.arange(n)     # a column walk: one line per 4 KiB page
     lines = np.stack([seq, far, walk], axis=1).ravel()  # interleaved, as one unit touches them
     arrays = np.tile([0, 1, 2], n)
-    got = scattered_lines([_stream(lines, arrays, ["a", "x", "col"])], 64)
+    got = scattered_lines(_samples((lines, arrays)), ["a", "x", "col"], 64)
     assert got["a"] == pytest.approx((n // 64 - 1) / (n - 1))
     assert got["x"] > 0.99 and got["col"] == 1.0
     # a line touched again is not a new line: repeating the stream changes nothing
-    again = scattered_lines([_stream(np.concatenate([seq, seq]), np.zeros(2 * n, np.int64), ["a"])], 64)
+    again = scattered_lines(_samples((np.concatenate([seq, seq]), np.zeros(2 * n, np.int64))), ["a"], 64)
     assert again["a"] == pytest.approx((n // 64 - 1) / (n - 1))
 
 
