@@ -6,7 +6,7 @@ Misses at scattered lines (a gather's ``x[cols[p]]``, a column walk: each new li
 :meth:`~gpuprofiler.models.cache.analysis.CacheAnalysis.scattered_share`) cost a scattered read each
 (:func:`~gpuprofiler.models.costs.scattered`, as in the max-plus model): what the profile measured for a random read
 far beyond the caches (``bandwidth.gather_s``), else a GPU's step of concurrent cold reads (``memory.read_step_s``),
-else a line at the bandwidth. On a CPU that is several times a line at the stream's bandwidth: the misses a core
+else a line at the bandwidth. On this VM's CPU that is twice a line at the stream's bandwidth: the misses a core
 keeps in flight, not the bandwidth, bound them.
 The law (:class:`~gpuprofiler.models.fractal.laws.CacheMissLaw`) sets that beside the work law: T = c0 + max(k
 W(n), memory(n)), c0 and k fitted on the small sizes. Where the target's accesses start missing the last level
