@@ -350,7 +350,14 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
     pipes = Pipes(items, items / WARP / sms.value if gpu else 0.0, clock.value if gpu else 0.0)
     batch = _batch_times(kernel, "overlap", plist, pipes)
     timed = [g for g in kernel.fragments if g.outputs]
-    batch = batch + max(len(timed) - 1, 0) * np.array([p.values.get("t_bar", 0.0) for p in plist])
+    barrier = np.array([p.values.get("t_bar", 0.0) for p in plist])
+    measured_group = hw.instructions.get("barrier", {}).get("work_group") if hw.kind == "cpu" else None
+    group = int(np.prod(kernel.local_size))
+    if isinstance(measured_group, (int, float)) and measured_group > 0 and group > 0:
+        # a CPU runs each region between barriers as a loop over the group's work-items: a barrier costs per
+        # work-item, and the profile timed it for a group of ``work_group``
+        barrier = barrier * group / measured_group
+    batch = batch + max(len(timed) - 1, 0) * barrier
     nb = math.ceil(work_items / resident)
     totals, details = [], {}
     for j, p in enumerate(plist):

@@ -281,3 +281,23 @@ def test_every_builtin_prediction_is_quick(path):
     assert elapsed < LIMIT_S, f"{spec.name} at {size}: {elapsed:.2f} s (benchmarks/bench_maxplus.py times it)"
     assert pred.details["model"] == "overlap" and math.isfinite(pred.seconds) and pred.seconds > 0
     assert pred.low <= pred.seconds <= pred.high
+
+
+def test_a_cpu_barrier_costs_per_work_item_of_the_group():
+    """PoCL runs each region between barriers as a loop over the group's work-items: the reduction's 256-item
+    groups pay the barrier the profile timed for 64 items four times over, per barrier; a GPU's does not scale."""
+    import copy
+
+    from gpuprofiler.models.maxplus.builder import build_spec
+
+    inst = load_spec(next(p for p in builtin_specs() if p.stem == "reduction")).instantiate(1 << 20)
+    kernel = build_spec(inst)
+    barriers = sum(1 for g in kernel.fragments if g.outputs) - 1
+    assert barriers >= 1 and math.prod(kernel.local_size) == 256
+    as_timed = copy.deepcopy(POCL.data)
+    as_timed["instructions"]["barrier"]["work_group"] = 256  # as if timed for the kernel's own group
+    p64, p256 = parameters(POCL, kernel), parameters(Profile(as_timed), kernel)
+    t_bar = p64.values["t_bar"]
+    b64 = predict(kernel, p64, 1 << 20, 1 << 20).details["batch_s"]
+    b256 = predict(kernel, p256, 1 << 20, 1 << 20).details["batch_s"]
+    assert b64 - b256 == pytest.approx(barriers * t_bar * (256 / 64 - 1), rel=1e-9)
