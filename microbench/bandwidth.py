@@ -74,17 +74,6 @@ def kernel_source(kind: str, api: str, width: int) -> str:
             f"    {head}{line}    }}\n}}\n")
 
 
-def all_kernels_source(api: str) -> str:
-    """Every kind and width as ``bw_<kind>_f<width>`` in one program: one compile instead of twenty (a compile
-    costs ~0.1-0.2 s on PoCL on a fresh machine)."""
-    return "\n".join(kernel_source(kind, api, width).replace(f"void bw_{kind}(", f"void bw_{kind}_f{width}(")
-                     for kind in KINDS for width in VECTOR_WIDTHS[api])
-
-
-def _kernel(backend: Any, kind: str, width: int):
-    return build(backend, all_kernels_source(backend.kind), f"bw_{kind}_f{width}", {"PER": PER})
-
-
 GATHER_SOURCE = r"""
 KERNEL void gather(GLOBAL const float *a, GLOBAL const u32 *index, GLOBAL float *out, u32 mask, float never) {
     idx_t g = GID;
@@ -94,6 +83,19 @@ KERNEL void gather(GLOBAL const float *a, GLOBAL const u32 *index, GLOBAL float 
     if (s == never) out[g] = s;
 }
 """
+
+
+def all_kernels_source(api: str) -> str:
+    """Every kind and width as ``bw_<kind>_f<width>``, and ``gather``, in one program: one compile instead of
+    twenty-one (a compile costs ~0.1-0.2 s on PoCL on a fresh machine)."""
+    return "\n".join(kernel_source(kind, api, width).replace(f"void bw_{kind}(", f"void bw_{kind}_f{width}(")
+                      for kind in KINDS for width in VECTOR_WIDTHS[api]) + GATHER_SOURCE
+
+
+def _kernel(backend: Any, kind: str, width: int):
+    return build(backend, all_kernels_source(backend.kind), f"bw_{kind}_f{width}", {"PER": PER})
+
+
 GATHER_NEAR = 4096  # floats of the prefix the comparison reads: 16 KiB, inside any first-level cache
 
 
@@ -109,7 +111,7 @@ def gather_cost(backend: Any, buf: Any, out: Any, count: int, quick: bool, llc_b
     items -= items % local[0]
     n = items * PER
     index, _ = backend.to_device(np.random.default_rng(5).integers(0, span, n, dtype=np.uint32))
-    kernel = build(backend, GATHER_SOURCE, "gather", {"PER": PER})
+    kernel = build(backend, all_kernels_source(backend.kind), "gather", {"PER": PER})
     policy = bench(quick, 0.5, 0.1)
     far, near = (time_launch(backend, kernel, (items,), local, [buf, index, out, np.uint32(mask), np.float32(-1.0)],
                              policy).device for mask in (span - 1, GATHER_NEAR - 1))
