@@ -5,6 +5,13 @@ work-items the kernel takes T(n); n * T(1) / T(n) work-items are then in progres
 average. Its maximum over n (the device full) is ``concurrency.work_items``. The knee
 -- the largest n whose time stays within 25% of T(1) -- and the resident capacity the
 API reports (compute units x threads per unit) are kept beside it.
+
+A CPU runs a work-group's work-items one after another on a core, and its out-of-order window
+overlaps the next work-items' chains with the current one only while they fit in it. So on a CPU
+the chain is also made short to long (8 .. 4096 dependent operations per work-item, the device
+full of work-items): ``overlap_curve`` holds, per chain length, how many work-items' chains a core
+keeps in progress at once (the time per operation of the longest chains over this one's). The
+max-plus model divides a work-item's critical path by it, at the work-item's operation count.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ KERNEL void busy(GLOBAL float *out, int iters, float a, float b, float never) {
 """
 
 KNEE = 1.25
+OVERLAP_ITERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # x 8 operations: chains of 8 .. 4096
+OVERLAP_GROUP = 64
+OVERLAP_WORK = 1 << 22  # operations per core and launch: about 1 ms of chain on a CPU core
 
 
 def knee(counts: list[int], times: list[float], ratio: float = KNEE) -> int | None:
@@ -83,4 +93,31 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
     method = (f"Little's law: max over n of n * T(1) / T(n), each work-item running {iters * 8} dependent FMAs; "
               f"best of layouts {list(layouts)}: {best[1]}, at n = {best[2]}")
     result["work_items"] = entry(best[0], "work-items", method)
+    if is_cpu:
+        result["overlap_curve"], result["overlap_method"] = overlap_curve(backend, kernel, quick, progress)
     return result
+
+
+def overlap_curve(backend: Any, kernel: Any, quick: bool, progress: Progress = None) -> tuple[list[dict], str]:
+    """Work-items whose chains a CPU core overlaps, against the chain's length in operations: the time per
+    operation per core of the longest chain over that of each chain (1 where the window holds one work-item)."""
+    cores = max(1, backend.info.compute_units)
+    say(progress, f"concurrency: chains of {8 * OVERLAP_ITERS[0]} .. {8 * OVERLAP_ITERS[-1]} operations per "
+                  f"work-item, the cores full (a CPU's window over consecutive work-items)")
+    policy = bench(quick, 0.2, 0.03)
+    rows = []
+    counts = [max(4 * cores, cores * OVERLAP_WORK // (8 * i * OVERLAP_GROUP)) * OVERLAP_GROUP for i in OVERLAP_ITERS]
+    out = backend.alloc(4 * max(counts))
+    for iters, n in zip(OVERLAP_ITERS, counts):
+        ops = 8 * iters
+        t = time_launch(backend, kernel, (n,), (OVERLAP_GROUP,), [out, np.int32(iters), np.float32(0.999),
+                                                                  np.float32(0.001), np.float32(-1)], policy).device
+        rows.append((ops, n, t.minimum, t.minimum * cores / (n * ops)))
+    # the three longest chains (1024 operations and more) outlast any window: their median is one chain at a time
+    reference = float(np.median([row[3] for row in rows[-3:]]))
+    points = [{"ops": ops, "work_items": n, "seconds": secs, "op_s": per_op, "overlap": reference / per_op}
+              for ops, n, secs, per_op in rows]
+    method = (f"per chain length L (operations per work-item), the fastest event time T of n work-items in groups of "
+              f"{OVERLAP_GROUP} over {cores} cores, op_s = T * cores / (n * L): overlap(L) = op_s of one chain at a "
+              f"time (the median of the three longest, {8 * OVERLAP_ITERS[-3]}+ operations) / op_s(L)")
+    return points, method

@@ -232,3 +232,30 @@ def refetched(requested: float, footprint: float, capacity: float | None) -> flo
     if capacity is None or capacity >= footprint:
         return footprint
     return footprint + (requested - footprint) * (1.0 - capacity / footprint)
+
+
+def store_stalls(profile, levels, only: int | None = None) -> tuple[float, str]:
+    """Seconds a CPU's cores wait on stores that miss a private cache level for a line their unit touched before
+    (a conflict or capacity miss, not a first touch, which prefetch and write-combining hide): a store commits in
+    order, so each waits for its line from the next level. One core's such stores wait one after another, the
+    cores in parallel: sum over the private levels of store re-misses x the next level's latency (the profile's
+    latency curve; DRAM's past the last knee) / compute units. ``levels``: a cache analysis's levels (``only``: the
+    one at that index alone). 0 on a GPU, whose L1 does not allocate lines on stores."""
+    hw = view(profile)
+    units = hw.compute_units
+    if hw.kind != "cpu" or not units.ok:
+        return 0.0, "no store stalls off a CPU"
+    latencies = [c.latency_s for c in hw.caches]
+    dram = hw.figure("memory.dram_latency_s")
+    total, parts = 0.0, []
+    for i, lv in enumerate(levels):
+        if (only is not None and i != only) or lv.shared or not getattr(lv, "store_remisses", 0.0) > 0:
+            continue
+        nxt = latencies[i + 1] if i + 1 < len(latencies) else dram.value
+        if not nxt:
+            continue
+        total += lv.store_remisses * nxt
+        parts.append(f"{lv.store_remisses:.3g} stores re-missing {lv.name} x {nxt * 1e9:.3g} ns")
+    if not parts:
+        return 0.0, "no store misses a private level for a line it held before"
+    return total / units.value, f"{'; '.join(parts)}, over {units.value:g} cores"

@@ -106,7 +106,9 @@ gpuprofiler hardware profile, schema version 1 (JSON)
   local_memory        latency_s, latency_cycles
   instructions        {op: {latency_s, latency_cycles, throughput_ops_per_s, chain_ratio, method, status,
                       method_version?}}
-  concurrency         work_items (entry: how many work-items run at once, and how it was found)
+  concurrency         work_items (entry: how many work-items run at once, and how it was found);
+                      overlap_curve[] (CPU: ops, overlap: work-items whose dependent chains of that many
+                      operations a core runs at once), overlap_method
   failed              [{key, reason}] every measurement recorded as failed
 Entries: {value, unit, interval: [low, high], method, status: ok|failed, reason?, n?, method_version?}
 Checked on load (a UserError names the key): JSON of at most 32 levels, every number finite, integers within
@@ -388,6 +390,8 @@ class _Validator:
         self.points(data.get("latency_curve"), "latency_curve", ("bytes",), ("latency_s",))
         bandwidth = data.get("bandwidth") or {}
         self.points(bandwidth.get("working_set_curve"), "bandwidth.working_set_curve", ("bytes",), ("Bps",))
+        self.points((data.get("concurrency") or {}).get("overlap_curve"), "concurrency.overlap_curve",
+                    ("ops", "overlap"), ("seconds", "op_s", "work_items"))
         self.points((data.get("launch") or {}).get("points"), "launch.points", ("threads", "local"),
                     ("event_s", "engine_host_s", "round_trip_s"))
         for key, value in (data.get("method_versions") or {}).items():

@@ -228,6 +228,18 @@ class HardwareView:
                            "working_set_curve", "Bps")
 
     @property
+    def overlap_curve(self) -> list[tuple[float, float]]:
+        """A CPU core's work-items in progress at once against their chain's length in operations:
+        (operations, work-items), increasing operations (empty where not measured)."""
+        section = self._data.get("concurrency") if isinstance(self._data.get("concurrency"), dict) else {}
+        points = []
+        for p in section.get("overlap_curve") or []:
+            x, y = _number((p or {}).get("ops")), _number((p or {}).get("overlap"))
+            if x and x > 0 and y and y > 0:
+                points.append((x, y))
+        return sorted(points)
+
+    @property
     def latency_curve(self) -> list[tuple[float, float]]:
         """Pointer-chase latency against working set: (bytes, seconds), increasing bytes."""
         return self._curve({"curve": self._data.get("latency_curve")}, "curve", "latency_s")

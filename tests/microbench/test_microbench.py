@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from gpuprofiler.microbench import bandwidth, instructions_cl, launch, transfer
+from gpuprofiler.microbench import bandwidth, concurrency, instructions_cl, launch, transfer
 from gpuprofiler.microbench.common import page_grouped_cycle, random_cycle
 from gpuprofiler.microbench.instructions_cl import latency_from_times
 from gpuprofiler.profile.file import load_profile
@@ -120,6 +120,21 @@ def test_a_gathered_read_costs_more_than_a_near_one(pocl):
     assert got["far_s"] > got["near_s"] and got["span_bytes"] == 64 << 20
 
 
+def test_overlap_curve_on_a_cpu(pocl):
+    """A core overlaps several short chains of consecutive work-items and about one long chain: the time per
+    operation falls as chains shorten; the longest chains are the reference (1 work-item at once)."""
+    kernel = concurrency.build(pocl, concurrency.SOURCE, "busy")
+    points, method = concurrency.overlap_curve(pocl, kernel, quick=True)
+    ops = [p["ops"] for p in points]
+    assert ops == sorted(ops) and ops[0] == 8 and ops[-1] == 4096 and "overlap(L)" in method
+    assert sorted(p["overlap"] for p in points[-3:])[1] == pytest.approx(1.0, rel=1e-12)
+    assert all(p["seconds"] > 0 and p["op_s"] > 0 for p in points)
+    # the same physics on any CPU: short chains overlap (a window of tens of operations), long ones do not
+    assert points[0]["overlap"] > 2.0 and all(0.75 < p["overlap"] < 1.3 for p in points[-3:])
+    # an operation of the longest chain takes at least a cycle of the dependent FMA chain, and not ten
+    assert 1e-10 < points[-1]["op_s"] < 1e-8
+
+
 def test_transfer_quick(pocl):
     r = transfer.measure(pocl, quick=True)
     assert r["htod_Bps"]["value"] > 1e8 and r["dtoh_Bps"]["value"] > 1e8
@@ -141,6 +156,7 @@ def test_calibrate_quick_writes_the_profile(tmp_path):
                 "memory.write_step_s", "memory.cached_read_s", "bandwidth.read_Bps", "bandwidth.write_Bps",
                 "bandwidth.copy_Bps", "bandwidth.gather_s", "concurrency.work_items"):
         assert p.get(key) > 0, key
+    assert len(p.data["concurrency"]["overlap_curve"]) == len(concurrency.OVERLAP_ITERS)
     assert p.data["caches"] and all(c["size_bytes"] > 0 and c["latency_s"] > 0 for c in p.data["caches"])
     assert p.get("instructions.float_fma.latency_cycles") >= 1
     assert p.data["device"]["id"] and p.data["clock"]["hz"] > 0

@@ -69,3 +69,11 @@ def test_no_profile_has_no_figures():
     hw = view(None)
     assert hw.kind == "?" and hw.arch is None and not hw.is_nvidia_gpu and hw.caches == []
     assert not hw.clock_hz.ok and not hw.figure("launch.event_s").ok and hw.bandwidth_curve == []
+
+
+def test_overlap_curve_is_sorted_and_drops_unusable_points():
+    hw = HardwareView(Profile({"concurrency": {"overlap_curve": [
+        {"ops": 64, "overlap": 2.0}, {"ops": 8, "overlap": 6.0}, {"ops": 16, "overlap": None}, {"ops": None},
+        {"ops": 4096, "overlap": 1.0}]}}))
+    assert hw.overlap_curve == [(8.0, 6.0), (64.0, 2.0), (4096.0, 1.0)]
+    assert HardwareView(Profile({})).overlap_curve == []

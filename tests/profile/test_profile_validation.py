@@ -230,3 +230,15 @@ def test_maxplus_refuses_to_return_an_impossible_time(monkeypatch):
     kernel = build_spec(inst, "opencl")
     with pytest.raises(UserError, match=r"maxplus ops model of vadd at N = 1024: the predicted time -0\.\d+ s is not a"):
         models.predict(kernel, models.parameters(Profile(POCL), kernel), 1024, 1024, "ops", "sequential")
+
+
+@pytest.mark.parametrize("point,expected", [
+    ({"ops": 8, "overlap": -1.0}, "P: concurrency.overlap_curve.0.overlap: the value must be a positive finite number"),
+    ({"ops": 0, "overlap": 2.0}, "P: concurrency.overlap_curve.0.ops: the value must be a positive finite number"),
+    ({"ops": 8, "overlap": 2.0, "seconds": "x"}, "P: concurrency.overlap_curve.0.seconds: expected a number"),
+    (3, "P: concurrency.overlap_curve.0: expected an object, got an integer 3"),
+])
+def test_a_bad_overlap_point_is_named(tmp_path, point, expected):
+    data = copy.deepcopy(POCL)
+    data["concurrency"]["overlap_curve"] = [point]
+    assert refused(tmp_path, data=data).startswith(expected)

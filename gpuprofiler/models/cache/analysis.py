@@ -41,6 +41,7 @@ class Level:
     ways: int = 0
     sets: int = 1
     write_share: float = 0.0   # share of the misses that are stores
+    store_remisses: float = 0.0  # per launch: stores missing a line the unit touched before (not a first touch)
 
 
 @dataclass
@@ -83,7 +84,7 @@ class CacheAnalysis:
                             "ways": lv.ways, "sets": lv.sets, "miss_ratio": lv.miss_ratio,
                             "miss_ratio_fully_associative": lv.miss_ratio_full,
                             "miss_ratio_random": lv.miss_ratio_random, "misses": lv.misses, "by_array": lv.by_array,
-                            "write_share": lv.write_share}
+                            "write_share": lv.write_share, "store_remisses": lv.store_remisses}
                            for lv in self.levels],
                 "coherence_misses": self.coherence_misses, "shared_written_lines": self.shared_written_lines,
                 "scattered_lines": self.scattered,
@@ -171,8 +172,10 @@ class Samples:
         return sum(len(c) for c in self.cold_arrays) / max(self.population, 1)
 
     def misses(self, miss: np.ndarray, names: list[str],
-               later: np.ndarray | None = None) -> tuple[float, dict[str, float], float]:
-        """Miss ratio, each buffer's share of the misses and the stores' share, from the samples' verdicts ``miss``:
+               later: np.ndarray | None = None) -> tuple[float, dict[str, float], float, float]:
+        """Miss ratio, each buffer's share of the misses, the stores' share, and the share of the accesses that are
+        stores missing a line touched before in the window (a conflict's or capacity's, not a first touch's), from
+        the samples' verdicts ``miss``:
         the reused accesses' misses estimated from the sample, the never reused in the window counted exactly
         (stratified: the cold share, which decides a streaming kernel's traffic, carries no sampling error). Those
         miss, but for the share ``later[i]`` of buffer i's that the cache still holds when the launch comes back
@@ -191,14 +194,14 @@ class Samples:
         cold_w = float((np.bincount(ca[cw], minlength=len(names))[:len(names)] * keep).sum())
         ratio = float(cold_by.sum()) / pop + per_reused * int(hot.sum())
         if ratio <= 0:
-            return 0.0, {}, 0.0
+            return 0.0, {}, 0.0, 0.0
         by_array = {}
         for i, n in enumerate(names):
             share = (cold_by[i] / pop + per_reused * np.count_nonzero(hot & (a == i))) / ratio
             if share > 0:
                 by_array[n] = float(share)
         write_share = (cold_w / pop + per_reused * np.count_nonzero(hot & w)) / ratio
-        return float(ratio), by_array, float(write_share)
+        return float(ratio), by_array, float(write_share), float(per_reused * np.count_nonzero(hot & w))
 
     def set_misses(self, ways: int, sets: int, sd: np.ndarray) -> np.ndarray:
         """Per sample, whether a cache of ``sets`` sets of ``ways`` lines (LRU in each set) misses its next use: the
@@ -356,11 +359,11 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
         # evicted long before the cache is full
         miss = samples.set_misses(ways, sets, sd) if sets > 1 else sd >= lines_n
         later = later_hits(samples, names, streams[0].footprints, accesses, lines_n) if shared else None
-        ratio, by_array, write_share = samples.misses(miss, names, later)
+        ratio, by_array, write_share, remissed = samples.misses(miss, names, later)
         full = float(statstack(d, [lines_n], cold=samples.cold)[0])
         rnd = float(statcache(d, [lines_n], cold=samples.cold)[0])
         levels.append(Level(name, size, lines_n, shared, ratio, rnd, ratio * accesses, by_array, full, ways, sets,
-                            write_share))
+                            write_share, remissed * accesses))
     if not levels:
         notes.append("the profile names no cache level: miss ratios are not computed")
     unknown = sorted({u for s in streams for u in s.unknown})

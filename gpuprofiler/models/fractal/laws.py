@@ -475,12 +475,14 @@ class WorkLaw(ScalingModel):
 
 
 class CacheMissLaw(ScalingModel):
-    """T = c0 + max(k W(n), s M(n)): the work law, unless the time the kernel's predicted cache misses keep the
+    """T = c0 + max(k W(n), s M(n)) + X(n): the work law, unless the time the kernel's predicted cache misses keep the
     memory busy (M, :class:`gpuprofiler.models.fractal.misses.MissCost`, from the profile's bandwidths) is longer.
     Where every small size is work-bound this is the work law fitted to them (s = 1: the profile's bandwidth), and
     M takes over at a target whose accesses miss where theirs hit. Where M binds at some small sizes, its scale s
     is fitted with c0 and k (least squares in absolute time, c0 >= 0): the sizes that are memory-bound say how fast
-    this kernel's misses are served."""
+    this kernel's misses are served. X is what a CPU's cores wait on stores re-missing a private level, priced from
+    the profile (:meth:`~gpuprofiler.models.fractal.misses.MissCost.stall_s`), not fitted: 0 but at a size whose
+    stores crowd a set."""
 
     name = "cache-miss"
     costly = True  # each size it is evaluated at is an analysis of the kernel's address stream
@@ -492,11 +494,19 @@ class CacheMissLaw(ScalingModel):
     def _model(c0: float, k: float, s: float, w: np.ndarray, m: np.ndarray) -> np.ndarray:
         return c0 + np.maximum(k * w, s * m)
 
+    def _stall(self, size) -> float:
+        stall = getattr(self.memory, "stall_s", None)
+        return float(stall(size)) if stall is not None else 0.0
+
     def _fit(self, n, t):
         w = np.array([float(self.work(v)) for v in n])
         m = np.array([float(self.memory(v)) for v in n])
         if not (np.all(np.isfinite(w)) and np.all(np.isfinite(m))) or not np.any(w > 0):
             raise ValueError("cache-miss law: no work or memory time at some size")
+        x = np.array([self._stall(v) for v in n])
+        if np.any(x >= t):
+            raise ValueError("cache-miss law: the priced store stalls exceed a measured time")
+        measured, t = t, t - x
         work_law = WorkLaw(self.work)
         work_law._fit(n, t)
         c0, k = (float(v) for v in work_law.coef_)
@@ -517,9 +527,9 @@ class CacheMissLaw(ScalingModel):
         if k <= 0:
             raise ValueError("cache-miss law: time does not grow with the work")
         self.coef_ = np.array([c0, k, s])
-        fitted = self._model(c0, k, s, w, m)
-        wts = t / t.sum()
-        self.s2_rel_ = float(np.sum(wts * ((fitted - t) / t) ** 2) * len(n) / max(len(n) - 3, 1))
+        fitted = self._model(c0, k, s, w, m) + x
+        wts = measured / measured.sum()
+        self.s2_rel_ = float(np.sum(wts * ((fitted - measured) / measured) ** 2) * len(n) / max(len(n) - 3, 1))
         # the fit's own uncertainty: the relative scatter over how many sizes pin the binding term
         bound = max(int(np.sum(k * w >= s * m)), int(np.sum(k * w < s * m)), 1)
         self.fit_var_ = self.s2_rel_ / bound
@@ -527,9 +537,10 @@ class CacheMissLaw(ScalingModel):
     def _predict(self, size):
         c0, k, s = self.coef_
         w, m = float(self.work(size)), float(self.memory(size))
-        value = c0 + max(k * w, s * m)
+        x = self._stall(size)
+        value = c0 + max(k * w, s * m) + x
         if not (math.isfinite(value) and value > 0):
             return float("nan"), float("inf"), {}
         return value, math.sqrt(self.s2_rel_ + self.fit_var_), {"c0": float(c0), "k": float(k), "memory_scale": s,
-                                                                "memory_s": s * m, "work_s": k * w,
+                                                                "memory_s": s * m, "work_s": k * w, "store_stall_s": x,
                                                                 "bound": "memory" if s * m > k * w else "work"}

@@ -14,9 +14,11 @@ while the small sizes' hit (a gathered vector or a working set leaving the cache
 work the small sizes were fitted to.
 
 The private levels' misses are analysed too (:func:`regime_costs` names a level whose miss ratio jumps at the
-target: a power-of-two stride crowding its sets), but not priced: what an L1 miss costs depends on whether the
-core hides it behind arithmetic (a matrix product's loads: no cost) or stalls on it (a transpose's stores evicting
-each other: 2.5x on this VM's PoCL at 8192^2 against 8000^2), which the profile does not measure.
+target: a power-of-two stride crowding its sets). A load's miss a core hides behind arithmetic and other loads
+(a matrix product's column walk costs no time of its own); a store that misses a line it held before stalls it,
+since stores commit in order: those are priced at the next level's latency, one core's one after another
+(:meth:`MissCost.stall_s`, added to the law's time; a transpose at 8192^2 against 8000^2 on this VM's PoCL:
+6.3e7 such stores x 2.2 ns / 2 cores = 69 ms predicted, 75 ms measured).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.cache.analysis import CacheAnalysis, analyse, cache_levels
-from gpuprofiler.models.costs import scattered
+from gpuprofiler.models.costs import scattered, store_stalls
 from gpuprofiler.profile.hardware import view
 
 BUDGET = 1 << 20  # accesses per window: enough for the private levels, a fifth of the time of `gpuprofiler cache`
@@ -90,6 +92,12 @@ class MissCost:
     def __call__(self, n: float) -> float:
         return self.memory_s(n)
 
+    def stall_s(self, n: float) -> float:
+        """Seconds the cores wait on stores re-missing a private level (:func:`~gpuprofiler.models.costs.store_stalls`:
+        a transpose's stores crowding one L1 set at a power-of-two side); 0 where the analysis failed."""
+        a = self.analysis(n)
+        return store_stalls(self.profile, a.levels)[0] if a is not None else 0.0
+
 
 def miss_cost(item, profile) -> MissCost | None:
     """The cache-miss law's cost for a kernel spec on the profile's device, or None where it cannot be had (no
@@ -123,7 +131,9 @@ def regime_costs(cost: MissCost, small: list[int], target: int, law_gap_s: float
         if lv.miss_ratio > max(2 * before, before + 0.05):
             arrays = ", ".join(n for n, s in sorted(lv.by_array.items(), key=lambda x: -x[1]) if s > 0.2)
             if i < len(at_target.levels) - 1:
-                gap = ": not priced (only the last level's misses are, as DRAM traffic)"
+                stall, _ = store_stalls(cost.profile, at_target.levels, only=i)
+                gap = (f": {_signed(stall)} of stores waiting for the next level" if stall > 0 else
+                       ": not priced (a load's miss the core hides behind other work)")
             else:
                 gap = f": {_signed(law_gap_s)} over the work law" if law_gap_s is not None else ""
             out.append(f"target {target}: {lv.name} miss ratio {before:.2f} at the small sizes -> {lv.miss_ratio:.2f} "

@@ -13,6 +13,9 @@ then one work-item is executed symbolically:
   ``for (v = a; v < b; v += c)`` whose bounds depend on the work-item or on loaded data is unrolled for the
   mean trip count of the sampled work-items, from the launch's real inputs where the kernel spec gives
   them (the CSR row lengths of a sparse matrix), and refused where nothing gives the data;
+* a floating-point product added in the same expression (``sum += a[k] * b[k]``, ``a * b + c``) is one fused
+  multiply-add, as OpenCL C's default ``FP_CONTRACT ON`` and nvcc's ``--fmad=true`` compile it: its chain
+  runs through the FMA's latency, not the add's;
 * branches on the thread index follow the work-item that takes them (the slowest one, that a
   barrier or the kernel's end waits for); ``barrier()`` / ``__syncthreads()`` end a fragment.
 
@@ -131,6 +134,7 @@ class Builder:
     def __post_init__(self) -> None:
         self.mask = np.ones(self.sample.size, dtype=bool)
         self.seq = 0  # program order of the global accesses, across reads, writes and fragments
+        self.products: set[int] = set()  # floating-point products of the current statement, not yet used
         self._new_fragment()
 
     # ---- graph bookkeeping ----------------------------------------------------------------------
@@ -199,11 +203,35 @@ class Builder:
                 values = np.asarray(VALUE_OPS[cop](a, b), dtype=np.int64)
         if all(d.const for d in datas):
             return Data(dtype, const=True, values=values)
+        if op in ("add", "sub") and dtype != "int":
+            fused = self.contract(operands)
+            if fused is not None:
+                return fused
         node = self.g.add_node(f"{op}#{self.g.size}")
         self.g.add_loop(node, op=op, dtype=dtype, line=getattr(where.coord, "line", None))
         for d in datas:
             self.connect(d, node)
+        if op == "mul" and dtype != "int":
+            self.products.add(node)
         return Data(dtype, node=node, values=values)
+
+    def contract(self, operands: list[Any]) -> Data | None:
+        """``a * b + c`` within one statement as one FMA node (the compilers' default contraction): the
+        product's node becomes the FMA and takes the addend; None where neither operand is such a product."""
+        for k, v in enumerate(operands):
+            if isinstance(v, Data) and v.node is not None and v.node in self.products and v.pending is None:
+                self.products.discard(v.node)
+                info = self.g.loops[v.node]
+                other = operands[1 - k]
+                dtype = info["dtype"]
+                if isinstance(other, Data):
+                    if other.dtype == "double":
+                        dtype = "double"
+                    self.connect(other, v.node)
+                info.update(op="fma", dtype=dtype)
+                self.g.names[v.node] = f"fma#{v.node}"
+                return Data(dtype, node=v.node)
+        return None
 
     # ---- memory -------------------------------------------------------------------------------
     def access_info(self, array: Array, index, where) -> dict[str, Any]:
@@ -485,6 +513,7 @@ class Interpreter:
 
     def stmt(self, s) -> None:
         c = self.c
+        self.b.products.clear()  # a product contracts with an add of its own statement only
         self.b.executed += 1
         if self.b.executed > self.b.max_statements:
             raise self.b.error(s, f"more than {self.b.max_statements} statements after unrolling: the graph is too "

@@ -36,10 +36,16 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import Prediction, positive_time
-from gpuprofiler.models.costs import launch_costs
+from gpuprofiler.models.costs import launch_costs, store_stalls
 from gpuprofiler.models.maxplus.graph import Arc, Kernel, KernelGraph, graph_times, height
 from gpuprofiler.models.maxplus.requests import WARP
-from gpuprofiler.models.maxplus.throughput import L1_SECTORS_PER_CYCLE, resident_work_items, resources
+from gpuprofiler.models.maxplus.throughput import (
+    L1_SECTORS_PER_CYCLE,
+    cpu_overlap,
+    launch_shape,
+    resident_work_items,
+    resources,
+)
 from gpuprofiler.profile.hardware import Figure, HardwareView, view
 
 MODELS = ("naive", "ops", "serial", "cache", "overlap")
@@ -359,6 +365,9 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
         barrier = barrier * group / measured_group
     batch = batch + max(len(timed) - 1, 0) * barrier
     nb = math.ceil(work_items / resident)
+    chains = None if any(p.n_given for p in plist) else _cpu_chains(kernel, plist, work_items, barrier, misses)
+    if chains is not None:
+        batch, nb = chains[0], chains[1]
     totals, details = [], {}
     for j, p in enumerate(plist):
         res = resources(kernel, p.hw, work_items, issue_seconds(kernel, p), (None, "low", "high")[j], misses)
@@ -368,7 +377,58 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
         if j == 0:
             details = {"batch_s": float(batch[0]), "batches_count": nb, "bounds_s": bounds, "limited_by": limit,
                        "traffic": res.traffic, "resource_sources": res.sources}
+            if chains is not None:
+                details["cpu_chains"] = chains[2]
     return np.array(totals), details
+
+
+def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrier: np.ndarray,
+                misses: Any = None) -> tuple | None:
+    """A CPU's latency bound as (one core's time per work-group, work-groups per core, details), or None off a CPU
+    or without the profile's ``concurrency.overlap_curve``.
+
+    A CPU core runs a work-group's work-items one after another, each region between barriers as a loop over
+    them. A work-item's critical path takes its operations' latencies, its loads the cached-read latency (a core
+    issues a load once its address is known, and prefetch brings streams ahead; what memory delivers is the DRAM
+    and cache bounds'). The core's out-of-order window overlaps the chains of as many consecutive work-items as
+    the profile measured for chains of that many operations, so a region takes group x path / overlap. With the
+    launch's predicted misses, the cores also wait on its stores that re-miss a private level
+    (:func:`~gpuprofiler.models.costs.store_stalls`).
+    """
+    hw = plist[0].hw
+    units = hw.compute_units
+    timed = [g for g in kernel.fragments if g.outputs]
+    if hw.kind != "cpu" or not units.ok or not timed or cpu_overlap(hw, 1.0) is None:
+        return None
+    group = max(1, math.prod(kernel.local_size))
+    groups, _ = launch_shape(kernel, work_items)
+    per_core = math.ceil(groups / max(1, int(units.value)))
+    per_group = np.zeros(len(plist))
+    parts = []
+    for k, g in enumerate(timed):
+        ops = len(g.loops) + sum(a.kind in ("read", "write", "local_read", "local_write") for a in g.arcs)
+        overlap, source = cpu_overlap(hw, float(ops))
+        path = np.zeros(len(plist))
+        for j, p in enumerate(plist):
+            q = Parameters({**p.values, "t": p.values.get("t_c", p.values.get("t", 0.0))}, p.n, p.sources,
+                           p.bounds, p.hw, p.n_given)
+            weights = np.array([arc_numbers(g, "overlap", q)])
+            loops = None
+            if g.loops:
+                loops = np.zeros((1, g.size))
+                for node, v in loop_numbers(g, "overlap", kernel, q).items():
+                    loops[0, node] = v
+            path[j] = max(float(graph_times(g, weights, loops)[0]), 0.0)
+        per_group += group * path / overlap
+        parts.append({"fragment": k, "path_s": float(path[0]), "operations": int(ops), "overlap": overlap,
+                      "source": source})
+    per_group = per_group + max(len(timed) - 1, 0) * barrier
+    details = {"work_groups_per_core": per_core, "group": group, "fragments": parts}
+    if misses is not None and getattr(misses, "levels", None):
+        stall, source = store_stalls(hw.profile, misses.levels)
+        per_group = per_group + stall / per_core
+        details.update(store_stall_s=stall, store_stall_source=source)
+    return per_group, per_core, details
 
 
 def correction_features(kernel: Kernel, bounds: dict[str, float], work_items: int, resident: int,

@@ -23,6 +23,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from gpuprofiler.models.costs import (
     cache_bandwidth,
     cache_capacity,
@@ -208,3 +210,16 @@ def resident_work_items(kernel: Kernel, hw: HardwareView) -> tuple[int, str]:
                 blocks, why = max(1, by_smem), why + [f"{kernel.local_bytes} B of shared memory per group"]
         return blocks * group * cus, (f"{blocks} work-groups of {group} per SM ({', '.join(why)}) x {cus} SMs")
     return group * cus, f"one work-group of {group} per compute unit x {cus} ({units.source})"
+
+
+def cpu_overlap(hw: HardwareView, ops: float) -> tuple[float, str] | None:
+    """Work-items whose chains a CPU core runs at once when each has ``ops`` operations: the profile's
+    ``concurrency.overlap_curve`` interpolated in log-log (its ends held beyond its range); None without it."""
+    curve = hw.overlap_curve
+    if hw.kind != "cpu" or len(curve) < 2:
+        return None
+    xs = np.log([x for x, _ in curve])
+    ys = np.log([max(y, 1e-3) for _, y in curve])
+    value = float(np.exp(np.interp(math.log(max(ops, 1.0)), xs, ys)))
+    return value, (f"concurrency.overlap_curve at {ops:.4g} operations per work-item: {value:.3g} work-items at "
+                   f"once per core")

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import POCL_PROFILE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,9 +13,12 @@ from gpuprofiler.errors import UserError
 from gpuprofiler.models.fractal.extrapolate import SumOfLaws, extrapolate
 from gpuprofiler.models.fractal.laws import WorkLaw, choose, rival_bounds
 from gpuprofiler.models.fractal.regimes import hardware_sizes, recommended_small, roofline, run_cost, work_function
-from gpuprofiler.profile.file import Profile, entry
+from gpuprofiler.profile.file import Profile, entry, load_profile
+from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.spec import load_spec
 from gpuprofiler.workloads.sweep import Sweep
+
+POCL = load_profile(POCL_PROFILE)
 
 SIZES = np.array([100, 126, 159, 200, 252, 317, 400, 504], float)
 
@@ -191,21 +195,31 @@ def test_the_cache_miss_law_is_chosen_within_the_margin_and_warns_what_the_cross
     assert model.predict_value(2000) == pytest.approx(5e-9 * 2000**3, rel=1e-6)  # memory-bound at the target
 
     class Level:
-        def __init__(self, name, ratio):
+        def __init__(self, name, ratio, shared, stores=0.0):
             self.name, self.miss_ratio, self.by_array = name, ratio, {"B": 0.9, "A": 0.1}
+            self.shared, self.store_remisses = shared, stores
 
     class Analysis:
-        def __init__(self, ratio):
-            self.levels = [Level("L1", ratio), Level("L2", ratio / 2)]
+        def __init__(self, ratio, stores):
+            self.levels = [Level("L1", ratio, False, stores), Level("L2", ratio / 2, True)]
 
     class Cost:
+        profile = POCL
+
+        def __init__(self, stores=0.0):
+            self.stores = stores
+
         def analysis(self, n):
-            return Analysis(0.02 if n < 1000 else 0.5)
+            return Analysis(0.02 if n < 1000 else 0.5, self.stores if n >= 1000 else 0.0)
 
     private, last = regime_costs(Cost(), [100, 200], 2000, 1.4)
     assert "L1 miss ratio 0.02 at the small sizes -> 0.50 at the target (B): not priced" in private
     assert "L2 miss ratio 0.01 at the small sizes -> 0.25 at the target (B): +1.4 s over the work law" in last
     assert regime_costs(Cost(), [100, 200], 500, 0.0) == []
+    # stores re-missing L1 wait for L2, one core's after another: 1e6 x the L2 latency / 2 cores
+    l2 = view(POCL).caches[1].latency_s
+    private, _ = regime_costs(Cost(1e6), [100, 200], 2000, 1.4)
+    assert f"(B): {1e6 * l2 / 2 * 1e3:+.3g} ms of stores waiting for the next level" in private
 
 
 def test_scattered_misses_cost_a_scattered_read_each_and_streamed_ones_a_line_at_the_bandwidth():
