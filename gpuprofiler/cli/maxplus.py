@@ -107,7 +107,12 @@ def run(args: argparse.Namespace) -> int:
     if args.explain:
         print(explain(kernel, args.model))
         print()
-    print(f"{spec.name} at N = {args.size} ({work_items} work-items, n = {d['n']} at once; {d['batches']} batches)")
+    chains = d.get("cpu_chains")
+    if chains:
+        print(f"{spec.name} at N = {args.size} ({work_items} work-items; a core runs {chains['work_groups_per_core']} "
+              f"work-groups of {chains['group']}, their work-items one after another)")
+    else:
+        print(f"{spec.name} at N = {args.size} ({work_items} work-items, n = {d['n']} at once; {d['batches']} batches)")
     print(f"  model {d['model']}: {pred.seconds:.6g} s [{pred.low:.4g}, {pred.high:.4g}] "
           "(interval: the profile's measurement intervals)")
     if "corrected_s" in d:
@@ -116,7 +121,15 @@ def run(args: argparse.Namespace) -> int:
     if "bounds_s" in d:
         shown = ", ".join(f"{k} {v:.4g} s" for k, v in d["bounds_s"].items())
         print(f"  bounds: {shown}; limited by {d['limited_by']}")
-        print(f"  one batch: {d['batch_s']:.4g} s; height k = {d['height']}")
+        if chains:
+            for part in chains["fragments"]:
+                print(f"  region {part['fragment']}: a work-item's path {part['path_s']:.4g} s, {part['operations']} "
+                      f"operations, {part['overlap']:.3g} work-items at once per core ({part['source'].split(':')[0]})")
+            if chains.get("store_stall_s"):
+                print(f"  store stalls: {chains['store_stall_s']:.4g} s ({chains['store_stall_source']})")
+            print(f"  one work-group on a core: {d['batch_s']:.4g} s; height k = {d['height']}")
+        else:
+            print(f"  one batch: {d['batch_s']:.4g} s; height k = {d['height']}")
     else:
         print(f"  one batch: {d['batch_s']:.4g} s; memory held per batch: {d['bus_s']:.4g} s; height k = {d['height']}")
     if args.explain:

@@ -29,6 +29,9 @@ class TimingPolicy:
     # a measurement in the device's worker that sends nothing (no record, no finished size) for this long is
     # stopped as hung: a kernel that never ends; None: wait for ever
     timeout_s: float | None = 600.0
+    # a kernel spec's sampling split into this many blocks, each on buffers allocated afresh: where the pages land
+    # (which cache sets a column walk crowds) is drawn once per allocation and can move a kernel's time 30%
+    placements: int = 1
 
     def but(self, **changes) -> "TimingPolicy":
         """A copy with some fields changed."""
@@ -36,12 +39,12 @@ class TimingPolicy:
 
 
 # `gpuprofiler measure`
-MEASURE = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=2.0, rel_ci=0.02)
+MEASURE = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=2.0, rel_ci=0.02, placements=3)
 # the small sizes and checked targets of `gpuprofiler extrapolate`
 SWEEP = MEASURE.but(budget_s=1.0)
 # `gpuprofiler validate` and `validate --quick`
-VALIDATE = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=1.0)
-VALIDATE_QUICK = TimingPolicy(warmup=1, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=0.25)
+VALIDATE = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=1.0, placements=3)
+VALIDATE_QUICK = TimingPolicy(warmup=1, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=0.25, placements=3)
 
 
 def fixed(n: int, warmup: int = 0) -> TimingPolicy:

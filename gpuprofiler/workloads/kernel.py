@@ -130,6 +130,39 @@ def _timed_run(backend: Backend, engine: Engine, prepared: PreparedKernel) -> Ca
     return once
 
 
+def reallocate(backend: Backend, prepared: PreparedKernel) -> None:
+    """The kernel's buffers allocated afresh (the old ones released first) and filled with its initial inputs."""
+    names = list(prepared.buffers)
+    prepared.buffers.clear()
+    for name in names:
+        prepared.buffers[name] = backend.to_device(prepared.host[name])[0]
+    backend.finish()
+
+
+def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: TimingPolicy) -> list[Timing]:
+    """The group timed in ``policy.placements`` blocks, each on newly allocated buffers, every block's samples
+    kept (a block's budget and minimum samples a share of the policy's): a slow placement of the pages (a column
+    walk crowding a physically indexed cache's sets) is then one block of several, not the whole measurement."""
+    blocks = max(1, policy.placements)
+    block = policy if blocks == 1 else policy.but(
+        budget_s=policy.budget_s / blocks, min_samples=max(2, -(-policy.min_samples // blocks)),
+        max_samples=max(2, policy.max_samples // blocks))
+    merged = [Timing(policy=policy) for _ in prepared]
+    for b in range(blocks):
+        if b:
+            for one in prepared:
+                reallocate(backend, one)
+        engine = Engine(block)
+        timings = engine.interleave([_timed_run(backend, engine, one) for one in prepared],
+                                    budget_s=block.budget_s * len(prepared))
+        for into, timing in zip(merged, timings):
+            into.device_s += timing.device_s
+            into.host_s += timing.host_s
+            into.warmup_s += timing.warmup_s
+            into.stop_reason = timing.stop_reason
+    return merged
+
+
 def rounds(backend: Backend, spec: KernelSpec, sizes: list[int], overrides: dict[str, Any] | None = None) -> list[list[int]]:
     """The sizes in groups measured in alternation: consecutive sizes whose arrays fit on the device and in the
     host's memory together (half of either, so that a group never crowds the device)."""
@@ -188,12 +221,11 @@ def measure_spec(backend: Backend, spec: KernelSpec, sizes: Iterable[int], polic
                      + (" in alternation" if len(group) > 1 else ""))
         if on_stage:
             on_stage("time", list(group))
-        engine = Engine(policy)
-        timings = engine.interleave([_timed_run(backend, engine, one) for one in prepared],
-                                    budget_s=policy.budget_s * len(group))
+        timings = _time_placements(backend, prepared, policy)
         for size, one, (checked, check_error), timing in zip(group, prepared, checks, timings):
             rec = spec_record(spec, size, one.instance, timing, checked, check_error,
                               [s for s in group if s != size])
+            rec["placements"] = max(1, policy.placements)
             records.append(rec)
             if on_record:
                 on_record(rec)

@@ -57,3 +57,27 @@ def test_records_make_a_tidy_table(pocl, quick_policy):
     assert list(frame.columns) == ["kernel", "phase", "size", "rep", "seconds", "device"]
     assert len(frame) == sum(r["samples"] for r in records)
     assert set(frame["size"]) == {4096, 8192} and (frame["seconds"] > 0).all()
+
+
+def test_placements_time_each_block_on_new_buffers(pocl, quick_policy):
+    """Three placements: three blocks of samples, each on buffers allocated afresh that hold the spec's inputs."""
+    import numpy as np
+
+    from gpuprofiler.workloads.kernel import reallocate
+
+    spec = load_spec(KERNELS / "vadd.toml")
+    one = prepare(pocl, spec, 4096)
+    before = dict(one.buffers)
+    reallocate(pocl, one)
+    assert set(one.buffers) == set(before) and all(one.buffers[k] is not before[k] for k in before)
+    for name, buf in one.buffers.items():
+        back = np.empty_like(one.host[name])
+        pocl.from_device(buf, back)
+        assert np.array_equal(back, one.host[name])
+    assert run_checked(pocl, one) <= 1.0
+    policy = quick_policy.but(placements=3, min_samples=6)
+    [rec] = measure_spec(pocl, spec, [4096], policy)
+    assert rec["placements"] == 3 and rec["checked"] is True
+    assert rec["samples"] >= 6 and len(rec["samples_s"]) == rec["samples"]
+    [single] = measure_spec(pocl, spec, [4096], quick_policy)
+    assert single["placements"] == 1

@@ -506,4 +506,6 @@ def predict(kernel: Kernel, params: Parameters, work_items: int, size: int, mode
                    height=max(heights) if heights else 0, fragment_heights=heights, parameters=dict(params.values))
     positive_time(total, f"maxplus {model} model of {kernel.name} at N = {size}")
     return Prediction(int(size), total, details["interval_s"][0], details["interval_s"][1], "maxplus",
-                      f"{model}, {batches}, n={n_val}", details)
+                      f"{model}, {batches}, n={n_val}" if "cpu_chains" not in details else
+                      f"{model}, a group's work-items one after another per core",
+                      details)
