@@ -131,12 +131,12 @@ def _timed_run(backend: Backend, engine: Engine, prepared: PreparedKernel) -> Ca
 
 
 def reallocate(backend: Backend, prepared: PreparedKernel) -> None:
-    """The kernel's buffers allocated afresh (the old ones released first) and filled with its initial inputs."""
-    names = list(prepared.buffers)
-    prepared.buffers.clear()
-    for name in names:
-        prepared.buffers[name] = backend.to_device(prepared.host[name])[0]
+    """The kernel's buffers allocated afresh and filled with its initial inputs; the old ones are released only
+    after, so that the new ones cannot be given the pages just freed."""
+    fresh = {name: backend.to_device(prepared.host[name])[0] for name in prepared.buffers}
     backend.finish()
+    prepared.buffers.clear()
+    prepared.buffers.update(fresh)
 
 
 def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: TimingPolicy) -> list[Timing]:
