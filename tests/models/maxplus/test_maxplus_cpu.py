@@ -6,6 +6,8 @@ import math
 
 import pytest
 from conftest import H100_PROFILE, POCL_PROFILE
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuprofiler.models.maxplus.builder import build
 from gpuprofiler.models.maxplus.graph import graph_times
@@ -77,6 +79,14 @@ def test_overlap_is_the_curve_in_log_log_held_at_its_ends(ops, want):
     assert value == pytest.approx(want, rel=1e-12) and "overlap_curve" in source
 
 
+def test_a_dip_below_a_longer_chains_overlap_is_read_as_the_longer_chains():
+    """Upper envelope from the long end: 0.77 at 1024 between 1.14 at 512 and 1.03 at 2048 reads as 1.03."""
+    hw = view(with_curve(curve=[(512, 1.14), (1024, 0.77), (2048, 1.03), (4096, 1.0)]))
+    assert cpu_overlap(hw, 1024)[0] == pytest.approx(1.03, rel=1e-12)
+    assert cpu_overlap(hw, 4096)[0] == pytest.approx(1.0, rel=1e-12)
+    assert cpu_overlap(hw, 512)[0] == pytest.approx(1.14, rel=1e-12)
+
+
 def test_no_overlap_curve_off_a_cpu_or_without_one():
     assert cpu_overlap(view(POCL), 64) is None                      # a profile calibrated before it
     assert cpu_overlap(view(with_curve(H100)), 64) is None           # a GPU: warps, not a window
@@ -142,3 +152,14 @@ def test_stores_re_missing_l1_add_their_stalls_to_the_cores_time():
     stall = store_stalls(prof, levels)[0]
     assert stall > 0 and stalled["cpu_chains"]["store_stall_s"] == stall
     assert stalled["bounds_s"]["latency"] == pytest.approx(plain["bounds_s"]["latency"] + stall, rel=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.3, 20.0), min_size=2, max_size=10), st.lists(st.floats(1.0, 1e4), min_size=5,
+                                                                           max_size=5))
+def test_the_read_overlap_never_grows_with_the_chain(overlaps, probes):
+    curve = [(8 * 2 ** k, y) for k, y in enumerate(overlaps)]
+    hw = view(with_curve(curve=curve))
+    values = [cpu_overlap(hw, x)[0] for x in sorted(probes)]
+    assert all(a >= b * (1 - 1e-12) for a, b in zip(values, values[1:]))
+    assert min(values) >= min(overlaps) * (1 - 1e-12) and max(values) <= max(overlaps) * (1 + 1e-12)
