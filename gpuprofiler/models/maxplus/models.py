@@ -13,7 +13,9 @@
   of DRAM, the last-level cache, the L1 data path and the issue of its operations
   (:mod:`~gpuprofiler.models.maxplus.throughput`): ``max(ceil(N/n) * batch, DRAM, cache, L1, issue)``.
   Latency-bound or bandwidth-bound is decided by which term is larger (Little's law with the profile's
-  latencies against its throughputs).
+  latencies against its throughputs). On a CPU whose profile has ``concurrency.overlap_curve`` the latency term
+  is a core's work-groups, their work-items one after another, each work-item's critical path divided by the
+  work-items the core's window overlaps (:func:`_cpu_chains`), plus its stores' stalls on re-missed lines.
 
 Batches of n work-items run one after another in the paper ("sequential": ceil(N/n) times the batch).
 Real devices overlap the batches: "pipelined" (the default for serial and cache) charges every
