@@ -162,6 +162,10 @@ def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[
             nonlocal llc_measured
             res = latency.measure(backend, quick, progress, clock_hz=hz, workspace=workspace)
             caches, dram = cache_figures(res, hz, device_type=info.type)
+            bad = {p["bytes"]: p["reason"] for p in res.get("latency_curve_failed", [])}
+            for point in res["latency_curve"]:  # a latency below one cycle is a failed measurement, not a value
+                if point["bytes"] in bad:
+                    point.update(status="failed", reason=bad[point["bytes"]])
             data["latency_curve"] = res["latency_curve"]
             data["latency_pattern"] = res["pattern"]
             data["caches"] = caches

@@ -102,7 +102,9 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       allows), latency_s (smallest copy)
   caches              [{level, name, size_bytes, latency_s, latency_cycles}] detected as knees of latency_curve;
                       level counts from 1 (smallest); name: L1, L2, L3 on a CPU, L1, L2, L2 far on a GPU
-  latency_curve       [{bytes, latency_s}] pointer chase over a random cyclic permutation of cache lines
+  latency_curve       [{bytes, latency_s}] pointer chase over a random cyclic permutation of cache lines; a point
+                      below one cycle carries status "failed" and its reason (listed in failed, left out of
+                      every use)
   local_memory        latency_s, latency_cycles
   instructions        {op: {latency_s, latency_cycles, throughput_ops_per_s, chain_ratio, method, status,
                       method_version?}}
@@ -187,6 +189,9 @@ class Profile:
             if is_entry(node):
                 if node["status"] != "ok":
                     out.append({"key": path, "reason": node.get("reason", "")})
+                return
+            if isinstance(node, dict) and node.get("status") == "failed":  # a curve point marked failed
+                out.append({"key": path, "reason": str(node.get("reason", ""))})
                 return
             if isinstance(node, dict):
                 for k, v in node.items():

@@ -242,7 +242,9 @@ class HardwareView:
     @property
     def latency_curve(self) -> list[tuple[float, float]]:
         """Pointer-chase latency against working set: (bytes, seconds), increasing bytes."""
-        return self._curve({"curve": self._data.get("latency_curve")}, "curve", "latency_s")
+        points = [p for p in self._data.get("latency_curve") or []
+                  if not (isinstance(p, dict) and p.get("status") == "failed")]
+        return self._curve({"curve": points}, "curve", "latency_s")
 
 
 def view(profile: Profile | HardwareView | None) -> HardwareView:

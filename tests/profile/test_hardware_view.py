@@ -77,3 +77,18 @@ def test_overlap_curve_is_sorted_and_drops_unusable_points():
         {"ops": 4096, "overlap": 1.0}]}}))
     assert hw.overlap_curve == [(8.0, 6.0), (64.0, 2.0), (4096.0, 1.0)]
     assert HardwareView(Profile({})).overlap_curve == []
+
+
+def test_a_failed_latency_point_is_listed_and_never_used(tmp_path):
+    """A chase below one cycle (a negative difference of two noisy times) is a failed measurement, not a value."""
+    data = {"schema": "gpuprofiler.profile", "schema_version": 1, "latency_curve": [
+        {"bytes": 1024, "latency_s": 1e-9}, {"bytes": 8 << 20, "latency_s": -2.7e-8, "status": "failed",
+                                             "reason": "-2.73e-08 s is below one cycle"},
+        {"bytes": 16 << 20, "latency_s": 5e-8}, {"bytes": 32 << 20, "latency_s": 1e-10, "status": "failed",
+                                                 "reason": "1e-10 s is below one cycle"}]}
+    prof = Profile(data)
+    assert HardwareView(prof).latency_curve == [(1024.0, 1e-9), (float(16 << 20), 5e-8)]
+    path = prof.save(tmp_path / "p.json")
+    assert load_profile(path).data["failed"] == [
+        {"key": "latency_curve.1", "reason": "-2.73e-08 s is below one cycle"},
+        {"key": "latency_curve.3", "reason": "1e-10 s is below one cycle"}]
