@@ -190,7 +190,7 @@ class Profile:
                 if node["status"] != "ok":
                     out.append({"key": path, "reason": node.get("reason", "")})
                 return
-            if isinstance(node, dict) and node.get("status") == "failed":  # a curve point marked failed
+            if isinstance(node, dict) and node.get("status") == "failed" and "bytes" in node:  # a failed curve point
                 out.append({"key": path, "reason": str(node.get("reason", ""))})
                 return
             if isinstance(node, dict):

@@ -243,7 +243,7 @@ class HardwareView:
     def latency_curve(self) -> list[tuple[float, float]]:
         """Pointer-chase latency against working set: (bytes, seconds), increasing bytes."""
         points = [p for p in self._data.get("latency_curve") or []
-                  if not (isinstance(p, dict) and p.get("status") == "failed")]
+                  if not (isinstance(p, dict) and p.get("status") == "failed")]  # below one cycle
         return self._curve({"curve": points}, "curve", "latency_s")
 
 
