@@ -100,7 +100,8 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
 
 def overlap_curve(backend: Any, kernel: Any, quick: bool, progress: Progress = None) -> tuple[list[dict], str]:
     """Work-items whose chains a CPU core overlaps, against the chain's length in operations: the time per
-    operation per core of the longest chain over that of each chain (1 where the window holds one work-item)."""
+    operation per core of the three longest chains (their median) over that of each chain (about 1 where the
+    window holds one work-item)."""
     cores = max(1, backend.info.compute_units)
     say(progress, f"concurrency: chains of {8 * OVERLAP_ITERS[0]} .. {8 * OVERLAP_ITERS[-1]} operations per "
                   f"work-item, the cores full (a CPU's window over consecutive work-items)")

@@ -28,6 +28,7 @@ class Timing:
     warmup_s: list[float] = field(default_factory=list)
     stop_reason: str = ""
     policy: TimingPolicy = field(default_factory=TimingPolicy)
+    placements: int = 1  # blocks of samples, each on buffers allocated afresh
 
     @property
     def device(self) -> Summary:

@@ -142,8 +142,16 @@ def reallocate(backend: Backend, prepared: PreparedKernel) -> None:
 def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: TimingPolicy) -> list[Timing]:
     """The group timed in ``policy.placements`` blocks, each on newly allocated buffers, every block's samples
     kept (a block's budget and minimum samples a share of the policy's): a slow placement of the pages (a column
-    walk crowding a physically indexed cache's sets) is then one block of several, not the whole measurement."""
+    walk crowding a physically indexed cache's sets) is then one block of several, not the whole measurement.
+    One block where a second copy of the group's buffers would not fit (half the host's free memory, the
+    device's)."""
     blocks = max(1, policy.placements)
+    room = float(backend.info.global_mem_bytes)
+    host = host_available_bytes()
+    if host is not None:
+        room = min(room, host / 2)
+    if 2 * sum(float(one.instance.array_bytes) for one in prepared) > room:
+        blocks = 1  # a second copy of the buffers would not fit beside the first
     block = policy if blocks == 1 else policy.but(
         budget_s=policy.budget_s / blocks, min_samples=max(2, -(-policy.min_samples // blocks)),
         max_samples=max(2, policy.max_samples // blocks))
@@ -160,6 +168,7 @@ def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: T
             into.host_s += timing.host_s
             into.warmup_s += timing.warmup_s
             into.stop_reason = timing.stop_reason
+            into.placements = blocks
     return merged
 
 
@@ -225,7 +234,7 @@ def measure_spec(backend: Backend, spec: KernelSpec, sizes: Iterable[int], polic
         for size, one, (checked, check_error), timing in zip(group, prepared, checks, timings):
             rec = spec_record(spec, size, one.instance, timing, checked, check_error,
                               [s for s in group if s != size])
-            rec["placements"] = max(1, policy.placements)
+            rec["placements"] = timing.placements
             records.append(rec)
             if on_record:
                 on_record(rec)

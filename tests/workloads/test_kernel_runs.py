@@ -81,3 +81,13 @@ def test_placements_time_each_block_on_new_buffers(pocl, quick_policy):
     assert rec["samples"] >= 6 and len(rec["samples_s"]) == rec["samples"]
     [single] = measure_spec(pocl, spec, [4096], quick_policy)
     assert single["placements"] == 1
+
+
+def test_one_placement_where_a_second_copy_would_not_fit(pocl, quick_policy, monkeypatch):
+    import gpuprofiler.workloads.kernel as kernel_mod
+
+    spec = load_spec(KERNELS / "vadd.toml")
+    need = spec.instantiate(4096).array_bytes
+    monkeypatch.setattr(kernel_mod, "host_available_bytes", lambda: 3 * need)  # room: 1.5x the buffers
+    [rec] = measure_spec(pocl, spec, [4096], quick_policy.but(placements=3))
+    assert rec["placements"] == 1 and rec["samples"] >= 5
