@@ -202,10 +202,10 @@ class HardwareView:
                 out.append(Cache(int(level) if level else len(out) + 1, size, lat if lat and lat > 0 else None))
         return out
 
-    def _curve(self, section: dict | None, key: str, value: str) -> list[tuple[float, float]]:
+    def _curve(self, section: dict | None, key: str, value: str, by: str = "bytes") -> list[tuple[float, float]]:
         points = []
         for p in (section or {}).get(key) or []:
-            x, y = _number((p or {}).get("bytes")), _number((p or {}).get(value))
+            x, y = _number((p or {}).get(by)), _number((p or {}).get(value))
             if x and x > 0 and y and y > 0:
                 points.append((x, y))
         return sorted(points)
@@ -231,13 +231,8 @@ class HardwareView:
     def overlap_curve(self) -> list[tuple[float, float]]:
         """A CPU core's work-items in progress at once against their chain's length in operations:
         (operations, work-items), increasing operations (empty where not measured)."""
-        section = self._data.get("concurrency") if isinstance(self._data.get("concurrency"), dict) else {}
-        points = []
-        for p in section.get("overlap_curve") or []:
-            x, y = _number((p or {}).get("ops")), _number((p or {}).get("overlap"))
-            if x and x > 0 and y and y > 0:
-                points.append((x, y))
-        return sorted(points)
+        section = self._data.get("concurrency")
+        return self._curve(section if isinstance(section, dict) else None, "overlap_curve", "overlap", by="ops")
 
     @property
     def latency_curve(self) -> list[tuple[float, float]]:

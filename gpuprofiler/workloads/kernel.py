@@ -146,11 +146,7 @@ def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: T
     One block where a second copy of the group's buffers would not fit (half the host's free memory, the
     device's)."""
     blocks = max(1, policy.placements)
-    room = float(backend.info.global_mem_bytes)
-    host = host_available_bytes()
-    if host is not None:
-        room = min(room, host / 2)
-    if 2 * sum(float(one.instance.array_bytes) for one in prepared) > room:
+    if 2 * sum(float(one.instance.array_bytes) for one in prepared) > _room(backend):
         blocks = 1  # a second copy of the buffers would not fit beside the first
     block = policy if blocks == 1 else policy.but(
         budget_s=policy.budget_s / blocks, min_samples=max(2, -(-policy.min_samples // blocks)),
@@ -172,13 +168,18 @@ def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: T
     return merged
 
 
+def _room(backend: Backend) -> float:
+    """Bytes of buffers the device holds and the host can stage: the device's memory, at most half the host's
+    free memory."""
+    room = float(backend.info.global_mem_bytes)
+    host = host_available_bytes()
+    return min(room, host / 2) if host is not None else room
+
+
 def rounds(backend: Backend, spec: KernelSpec, sizes: list[int], overrides: dict[str, Any] | None = None) -> list[list[int]]:
     """The sizes in groups measured in alternation: consecutive sizes whose arrays fit on the device and in the
     host's memory together (half of either, so that a group never crowds the device)."""
-    room = float(backend.info.global_mem_bytes)
-    host = host_available_bytes()
-    if host is not None:
-        room = min(room, host / 2)
+    room = _room(backend)
     groups: list[list[int]] = []
     used = 0.0
     for size in sizes:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -311,20 +311,25 @@ def loop_numbers(g: KernelGraph, model: str, kernel: Kernel, params: Parameters,
     return {node: params.value(name(info)) for node, info in g.loops.items()}
 
 
+def _fragment_times(g: KernelGraph, kernel: Kernel, model: str, plist: list[Parameters],
+                    pipes: Pipes | None = None) -> np.ndarray:
+    """One fragment's critical path under ``model`` for each parameter set, evaluated together."""
+    weights = np.array([arc_numbers(g, model, p, pipes) for p in plist]).reshape(len(plist), len(g.arcs))
+    loops = None
+    if model != "naive" and g.loops:
+        loops = np.zeros((len(plist), g.size))
+        for j, p in enumerate(plist):
+            for node, v in loop_numbers(g, model, kernel, p, pipes).items():
+                loops[j, node] = v
+    return np.maximum(graph_times(g, weights, loops), 0.0)
+
+
 def _batch_times(kernel: Kernel, model: str, plist: list[Parameters], pipes: Pipes | None = None) -> np.ndarray:
     """One batch's time (its fragments one after another) for each parameter set, evaluated together."""
     total = np.zeros(len(plist))
     for g in kernel.fragments:
-        if not g.outputs:
-            continue
-        weights = np.array([arc_numbers(g, model, p, pipes) for p in plist]).reshape(len(plist), len(g.arcs))
-        loops = None
-        if model != "naive" and g.loops:
-            loops = np.zeros((len(plist), g.size))
-            for j, p in enumerate(plist):
-                for node, v in loop_numbers(g, model, kernel, p, pipes).items():
-                    loops[j, node] = v
-        total += np.maximum(graph_times(g, weights, loops), 0.0)
+        if g.outputs:
+            total += _fragment_times(g, kernel, model, plist, pipes)
     return total
 
 
@@ -352,11 +357,6 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
     """The overlap model's work time per parameter set: max(ceil(N/n) * batch, DRAM, cache, L1, issue); and the
     details of the first set."""
     hw = plist[0].hw
-    items = min(work_items, resident)
-    sms, clock = hw.compute_units, hw.clock_hz
-    gpu = hw.kind == "gpu" and sms.ok and clock.ok
-    pipes = Pipes(items, items / WARP / sms.value if gpu else 0.0, clock.value if gpu else 0.0)
-    batch = _batch_times(kernel, "overlap", plist, pipes)
     timed = [g for g in kernel.fragments if g.outputs]
     barrier = np.array([p.values.get("t_bar", 0.0) for p in plist])
     measured_group = hw.instructions.get("barrier", {}).get("work_group") if hw.kind == "cpu" else None
@@ -365,11 +365,16 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
         # a CPU runs each region between barriers as a loop over the group's work-items: a barrier costs per
         # work-item, and the profile timed it for a group of ``work_group``
         barrier = barrier * group / measured_group
-    batch = batch + max(len(timed) - 1, 0) * barrier
-    nb = math.ceil(work_items / resident)
     chains = None if any(p.n_given for p in plist) else _cpu_chains(kernel, plist, work_items, barrier, misses)
     if chains is not None:
         batch, nb = chains[0], chains[1]
+    else:
+        items = min(work_items, resident)
+        sms, clock = hw.compute_units, hw.clock_hz
+        gpu = hw.kind == "gpu" and sms.ok and clock.ok
+        pipes = Pipes(items, items / WARP / sms.value if gpu else 0.0, clock.value if gpu else 0.0)
+        batch = _batch_times(kernel, "overlap", plist, pipes) + max(len(timed) - 1, 0) * barrier
+        nb = math.ceil(work_items / resident)
     totals, details = [], {}
     for j, p in enumerate(plist):
         res = resources(kernel, p.hw, work_items, issue_seconds(kernel, p), (None, "low", "high")[j], misses)
@@ -405,22 +410,14 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
     group = max(1, math.prod(kernel.local_size))
     groups, _ = launch_shape(kernel, work_items)
     per_core = math.ceil(groups / max(1, int(units.value)))
+    # every load at the cached-read latency; operations at their latencies (no pipes: one work-item's path)
+    cached = [replace(p, values={**p.values, "t": p.values.get("t_c", p.values.get("t", 0.0))}) for p in plist]
     per_group = np.zeros(len(plist))
     parts = []
     for k, g in enumerate(timed):
         ops = len(g.loops) + sum(a.kind in ("read", "write", "local_read", "local_write") for a in g.arcs)
         overlap, source = cpu_overlap(hw, float(ops))
-        path = np.zeros(len(plist))
-        for j, p in enumerate(plist):
-            q = Parameters({**p.values, "t": p.values.get("t_c", p.values.get("t", 0.0))}, p.n, p.sources,
-                           p.bounds, p.hw, p.n_given)
-            weights = np.array([arc_numbers(g, "overlap", q)])
-            loops = None
-            if g.loops:
-                loops = np.zeros((1, g.size))
-                for node, v in loop_numbers(g, "overlap", kernel, q).items():
-                    loops[0, node] = v
-            path[j] = max(float(graph_times(g, weights, loops)[0]), 0.0)
+        path = _fragment_times(g, kernel, "overlap", cached)
         per_group += group * path / overlap
         parts.append({"fragment": k, "path_s": float(path[0]), "operations": int(ops), "overlap": overlap,
                       "source": source})
