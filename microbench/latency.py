@@ -4,6 +4,14 @@ One work-item chases pointers through a random cyclic permutation of 64-byte lin
 (one 4-byte index per line) over working sets from 1 KiB up to 4x the last-level
 cache (as far as the device's largest allocation allows). Latency per access is
 (T(2s) - T(s)) / s for s and 2s steps, which cancels launch and loop set-up.
+Up to the last-level cache's size every chase covers the whole cycle, after one untimed
+pass over it, and the two lengths run in alternation: both start from the same warm
+cache, so the difference is steady-state accesses (a shorter chase from a random line
+found part of the cycle cold in the short runs only, which read as latencies below zero).
+The figure is the modelling one (fastest runs). On a shared host the last-level cache's
+share left to this device moves with the neighbours' load, so the sizes near it are
+measured in several passes spread in time and each keeps its fastest pass: the capacity
+the fastest kernel runs (the models' figure) see.
 Cache levels are found from this curve by :mod:`gpuprofiler.calibrate.caches`.
 """
 
@@ -13,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.measure.engine import time_launch
+from gpuprofiler.measure.engine import Engine, time_launch
 from gpuprofiler.measure.policy import bench
+from gpuprofiler.measure.stats import summarize
 from gpuprofiler.microbench.common import Progress, Workspace, random_cycle, say
 from gpuprofiler.microbench.source import build
 from gpuprofiler.profile.file import entry, failed
@@ -55,18 +64,42 @@ def sizes(max_bytes: int, quick: bool) -> list[int]:
     return out
 
 
-def _latency(backend, kernel, buf, lines, out, steps, policy, rng) -> tuple[float, float, float]:
-    """Per-access latency from chases of s and 2s steps, each launch from a random line of the cycle
-    (so a chase shorter than the cycle does not find the lines the previous launch left in cache)."""
+KNEE_PASSES = 3  # passes over the working sets between a quarter of the last-level cache and its size
+
+
+def _chase_samples(backend, kernel, buf, lines, out, steps, policy, rng) -> tuple[list[float], list[float]]:
+    """Device times of chases of s and 2s steps in alternation, after one untimed pass over the cycle; each
+    launch starts from a random line of the cycle."""
     never = np.uint32(2**32 - 1)
+    engine = Engine(policy)
 
-    def args(s):
-        return lambda i: [buf, np.int32(s), out, never, np.uint32(int(rng.integers(lines)) * LINE_WORDS)]
+    def run(s):
+        count = [0]
 
-    a = time_launch(backend, kernel, (1,), (1,), args(steps), policy).device
-    b = time_launch(backend, kernel, (1,), (1,), args(2 * steps), policy).device
-    lat = (b.median - a.median) / steps
-    return lat, (b.ci_low - a.ci_high) / steps, (b.ci_high - a.ci_low) / steps
+        def once() -> float:
+            count[0] += 1
+            start = np.uint32(int(rng.integers(lines)) * LINE_WORDS)
+            event = engine.launch_once(backend, kernel, (1,), (1,), [buf, np.int32(s), out, never, start])
+            backend.finish()
+            return event.seconds()
+        return once
+
+    run(lines)()
+    a, b = engine.interleave([run(steps), run(2 * steps)])
+    return a.device_s, b.device_s
+
+
+def _latency(short: list[float], long: list[float], steps: int, confidence: float) -> tuple[float, float, float]:
+    """Per-access latency (T(2s) - T(s)) / s from the modelling figures of the two chases, with its interval."""
+    a, b = summarize(short, confidence), summarize(long, confidence)
+    return ((b.model - a.model) / steps, (b.model_ci_low - a.model_ci_high) / steps,
+            (b.model_ci_high - a.model_ci_low) / steps)
+
+
+def chase_steps(lines: int, quick: bool) -> int:
+    """Steps of the shorter chase: at least one whole pass over the cycle (a partial pass finds part of it
+    cold, in the short chase more than in the long one), four over small cycles."""
+    return int(max(min(max(4 * lines, 1 << 14), 1 << 16 if quick else 1 << 19), lines))
 
 
 def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_bytes: int | None = None,
@@ -80,13 +113,27 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_by
     kernel = build(backend, SOURCE, "chase")
     out = backend.alloc(64)
     policy = bench(quick, 0.2, 0.05)
-    curve = []
     say(progress, f"latency: pointer chase over {len(ws)} working sets, 1 KiB .. {top >> 20} MiB")
-    for nbytes in ws:
+    knee = [n for n in ws if llc // 4 <= n <= llc]
+    samples: dict[int, tuple[list[float], list[float]]] = {}
+    passes: dict[int, int] = {}
+    cycle_lines: dict[int, int] = {}
+    for nbytes in ws + knee * (KNEE_PASSES - 1):
         buf, lines = workspace.cycle(nbytes, keep=nbytes == ws[-1])
-        steps = int(min(max(4 * lines, 1 << 14), 1 << 16 if quick else 1 << 19))
-        lat, lo, hi = _latency(backend, kernel, buf, lines, out, steps, policy, workspace.rng)
-        curve.append({"bytes": int(lines * 64), "latency_s": lat, "interval": [lo, hi], "steps": steps})
+        short, long = _chase_samples(backend, kernel, buf, lines, out, chase_steps(lines, quick),
+                                     policy.but(stop_on="model"), workspace.rng)
+        pooled = samples.setdefault(nbytes, ([], []))
+        pooled[0].extend(short)
+        pooled[1].extend(long)
+        passes[nbytes] = passes.get(nbytes, 0) + 1
+        cycle_lines[nbytes] = lines
+    curve = []
+    for nbytes in ws:
+        lines = cycle_lines[nbytes]
+        steps = chase_steps(lines, quick)
+        lat, lo, hi = _latency(*samples[nbytes], steps, policy.confidence)
+        curve.append({"bytes": int(lines * 64), "latency_s": lat, "interval": [lo, hi], "steps": steps,
+                      "passes": passes[nbytes]})
     floor = 1.0 / clock_hz if clock_hz else 0.0
     good = [p for p in curve if p["latency_s"] > floor]
     result: dict[str, Any] = {

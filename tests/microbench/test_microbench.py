@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from gpuprofiler.microbench import bandwidth, concurrency, instructions_cl, launch, transfer
+from gpuprofiler.microbench import bandwidth, concurrency, instructions_cl, latency, launch, transfer
 from gpuprofiler.microbench.common import page_grouped_cycle, random_cycle
 from gpuprofiler.microbench.instructions_cl import latency_from_times
 from gpuprofiler.profile.file import load_profile
@@ -198,3 +198,26 @@ def _compile_each_once(pocl, bandwidth, instructions_cl):
     got = [instructions_cl.compile_op(pocl, n, "lat", 32, k) for n in ops for k in (32, 64)]
     got += [instructions_cl.compile_op(pocl, n, "thr", 32) for n in ops]
     assert len({k.name for k in got}) == 3 * len(ops) and len(pocl._programs) == before + 2
+
+
+def test_chase_steps_cover_the_whole_cycle():
+    """A chase shorter than its cycle finds part of it cold, the short chase more than the long one: the
+    difference then undercounts (the old curve's latencies below zero at 8-16 MiB)."""
+    for lines in (2, 100, 1 << 12, 1 << 17, 1 << 20, 1 << 22):
+        for quick in (True, False):
+            assert latency.chase_steps(lines, quick) >= lines
+    assert latency.chase_steps(1 << 10, True) == 1 << 14 and latency.chase_steps(1 << 13, False) == 1 << 15
+
+
+def test_latency_curve_on_a_cpu(pocl):
+    """The chase's per-access latency rises with the working set, never below zero; the sizes near the (given)
+    last-level cache are measured in several passes whose samples are pooled."""
+    llc = 4 << 20
+    r = latency.measure(pocl, quick=True, llc_bytes=llc, clock_hz=1e9)
+    curve = r["latency_curve"]
+    assert [p["bytes"] for p in curve] == sorted(p["bytes"] for p in curve) and curve[-1]["bytes"] == 2 * llc
+    assert all(p["latency_s"] > 0 and p["steps"] * 64 >= p["bytes"] for p in curve)
+    assert {p["bytes"] for p in curve if p["passes"] == latency.KNEE_PASSES} == {1 << 20, 2 << 20, 4 << 20}
+    assert all(p["passes"] == 1 for p in curve if not llc // 4 <= p["bytes"] <= llc)
+    # a line from past the private caches takes longer than one from the first level, by a wide margin
+    assert curve[-1]["latency_s"] > 1.5 * curve[0]["latency_s"]
