@@ -41,6 +41,7 @@ KNEE = 1.25
 OVERLAP_ITERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # x 8 operations: chains of 8 .. 4096
 OVERLAP_GROUP = 64
 OVERLAP_WORK = 1 << 22  # operations per core and launch: about 1 ms of chain on a CPU core
+OVERLAP_PASSES = 2  # passes over the curve, each point keeping its fastest: a tenant can slow a whole point
 
 
 def knee(counts: list[int], times: list[float], ratio: float = KNEE) -> int | None:
@@ -101,24 +102,27 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
 def overlap_curve(backend: Any, kernel: Any, quick: bool, progress: Progress = None) -> tuple[list[dict], str]:
     """Work-items whose chains a CPU core overlaps, against the chain's length in operations: the time per
     operation per core of the three longest chains (their median) over that of each chain (about 1 where the
-    window holds one work-item)."""
+    window holds one work-item). Each point keeps its fastest of :data:`OVERLAP_PASSES` passes."""
     cores = max(1, backend.info.compute_units)
     say(progress, f"concurrency: chains of {8 * OVERLAP_ITERS[0]} .. {8 * OVERLAP_ITERS[-1]} operations per "
                   f"work-item, the cores full (a CPU's window over consecutive work-items)")
     policy = bench(quick, 0.2, 0.03)
-    rows = []
     counts = [max(4 * cores, cores * OVERLAP_WORK // (8 * i * OVERLAP_GROUP)) * OVERLAP_GROUP for i in OVERLAP_ITERS]
     out = backend.alloc(4 * max(counts))
-    for iters, n in zip(OVERLAP_ITERS, counts):
-        ops = 8 * iters
-        t = time_launch(backend, kernel, (n,), (OVERLAP_GROUP,), [out, np.int32(iters), np.float32(0.999),
-                                                                  np.float32(0.001), np.float32(-1)], policy).device
-        rows.append((ops, n, t.minimum, t.minimum * cores / (n * ops)))
+    fastest = [float("inf")] * len(counts)
+    for _ in range(OVERLAP_PASSES):
+        for k, (iters, n) in enumerate(zip(OVERLAP_ITERS, counts)):
+            t = time_launch(backend, kernel, (n,), (OVERLAP_GROUP,), [out, np.int32(iters), np.float32(0.999),
+                                                                      np.float32(0.001), np.float32(-1)], policy)
+            fastest[k] = min(fastest[k], t.device.minimum)
+    rows = [(8 * iters, n, secs, secs * cores / (n * 8 * iters)) for iters, n, secs in zip(OVERLAP_ITERS, counts,
+                                                                                            fastest)]
     # the three longest chains (1024 operations and more) outlast any window: their median is one chain at a time
     reference = float(np.median([row[3] for row in rows[-3:]]))
     points = [{"ops": ops, "work_items": n, "seconds": secs, "op_s": per_op, "overlap": reference / per_op}
               for ops, n, secs, per_op in rows]
     method = (f"per chain length L (operations per work-item), the fastest event time T of n work-items in groups of "
-              f"{OVERLAP_GROUP} over {cores} cores, op_s = T * cores / (n * L): overlap(L) = op_s of one chain at a "
-              f"time (the median of the three longest, {8 * OVERLAP_ITERS[-3]}+ operations) / op_s(L)")
+              f"{OVERLAP_GROUP} over {cores} cores (of {OVERLAP_PASSES} passes), op_s = T * cores / (n * L): "
+              f"overlap(L) = op_s of one chain at a time (the median of the three longest, {8 * OVERLAP_ITERS[-3]}+ "
+              f"operations) / op_s(L)")
     return points, method
