@@ -25,6 +25,7 @@ from gpuprofiler.microbench import (
     launch,
     memory,
     ptx_instructions,
+    tlb,
     transfer,
 )
 from gpuprofiler.microbench.common import Workspace, device_clock
@@ -174,6 +175,7 @@ def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[
             if caches:
                 llc_measured = caches[-1]["size_bytes"]
             data["latency_max_working_set_bytes"] = res["max_working_set_bytes"]
+            data["tlb"] = tlb.measure(backend, quick, progress, workspace.rng)
         run("latency", latency_section)
 
     if "memory" in only:

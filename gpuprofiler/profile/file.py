@@ -45,6 +45,10 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
     "instructions.ld.global.cv.u64": (2, "as ld.global.cg.u64"),
     "caches": (2, "every level has a name from the device type: a GPU's plateau after L2 is 'L2 far' (v1: level "
                   "numbers only, shown as L1, L2, L3)"),
+    "latency_curve": (2, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
+                         "the modelling figure; the sizes from a quarter of the last level to its size pooled over "
+                         "three passes (v1: chases shorter than the cycle found part of it cold in the shorter run "
+                         "only: latencies below zero at 8-16 MiB, an L3 knee anywhere from 7.5 to 22 MiB)"),
 }
 
 
@@ -106,6 +110,9 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       below one cycle carries status "failed" and its reason (listed in failed, left out of
                       every use)
   local_memory        latency_s, latency_cycles
+  tlb                 reach_pages (pages of 4 KiB a core's loads reach without a TLB miss), miss_s (extra time of an
+                      independent load whose page misses the TLB), curve[] (pages, packed_s, spread_s: time per
+                      load of that many lines packed or one per page), page_bytes, method
   instructions        {op: {latency_s, latency_cycles, throughput_ops_per_s, chain_ratio, method, status,
                       method_version?}}
   concurrency         work_items (entry: how many work-items run at once, and how it was found);
@@ -347,7 +354,7 @@ class _Validator:
                 raise self.fail(f"sections_done.{i}", f"expected a section name, got {_name(name)} {name!r:.80}")
         self.typed(data, "duration_s", "", "number")
         for key in ("device", "clock", "launch", "memory", "bandwidth", "transfer", "local_memory", "concurrency",
-                    "instructions", "method_versions", "section_seconds"):
+                    "tlb", "instructions", "method_versions", "section_seconds"):
             self.typed(data, key, "", "dict", optional_null=False)
         for key in ("caches", "latency_curve", "sections", "failed"):
             self.typed(data, key, "", "list", optional_null=False)
@@ -366,10 +373,10 @@ class _Validator:
         self.typed(clock, "hz", "clock", "positive")
         self.typed(clock, "reported_hz", "clock", "nonnegative")
         self.typed(clock, "source", "clock", "str")
-        for section in ("launch", "memory", "bandwidth", "transfer", "local_memory", "concurrency"):
+        for section in ("launch", "memory", "bandwidth", "transfer", "local_memory", "concurrency", "tlb"):
             table = data.get(section) or {}
             for key, value in table.items():
-                if key.endswith(("_s", "_Bps", "_bytes", "_cycles")) or key in ("work_items",):
+                if key.endswith(("_s", "_Bps", "_bytes", "_cycles", "_pages")) or key in ("work_items",):
                     self.typed(table, key, section, "entry_or_number")
         self.typed(data.get("bandwidth") or {}, "by_width", "bandwidth", "dict")
         for kind, widths in ((data.get("bandwidth") or {}).get("by_width") or {}).items():
@@ -395,6 +402,7 @@ class _Validator:
         self.points(data.get("latency_curve"), "latency_curve", ("bytes",), ("latency_s",))
         bandwidth = data.get("bandwidth") or {}
         self.points(bandwidth.get("working_set_curve"), "bandwidth.working_set_curve", ("bytes",), ("Bps",))
+        self.points((data.get("tlb") or {}).get("curve"), "tlb.curve", ("pages",), ("packed_s", "spread_s"))
         self.points((data.get("concurrency") or {}).get("overlap_curve"), "concurrency.overlap_curve",
                     ("ops", "overlap"), ("seconds", "op_s", "work_items"))
         self.points((data.get("launch") or {}).get("points"), "launch.points", ("threads", "local"),

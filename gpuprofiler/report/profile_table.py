@@ -66,6 +66,7 @@ def show(profile: Profile) -> str:
         ("transfer", ("htod_Bps", "dtoh_Bps", "htod_pinned_Bps", "dtoh_pinned_Bps", "latency_s")),
         ("concurrency", ("work_items",)),
         ("local_memory", ("latency_s", "latency_cycles")),
+        ("tlb", ("reach_pages", "miss_s")),
     ):
         if section in d:
             lines.append(section)

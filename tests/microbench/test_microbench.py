@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import run_cli
 
-from gpuprofiler.microbench import bandwidth, concurrency, instructions_cl, latency, launch, transfer
+from gpuprofiler.microbench import bandwidth, concurrency, instructions_cl, latency, launch, tlb, transfer
 from gpuprofiler.microbench.common import page_grouped_cycle, random_cycle
 from gpuprofiler.microbench.instructions_cl import latency_from_times
 from gpuprofiler.profile.file import load_profile
@@ -221,3 +221,33 @@ def test_latency_curve_on_a_cpu(pocl):
     assert all(p["passes"] == 1 for p in curve if not llc // 4 <= p["bytes"] <= llc)
     # a line from past the private caches takes longer than one from the first level, by a wide margin
     assert curve[-1]["latency_s"] > 1.5 * curve[0]["latency_s"]
+
+
+def test_tlb_reach_and_cost_from_the_curve():
+    """The reach is the last page count before the first whose spread loads cost clearly more than packed ones;
+    the cost is the extra at the largest count."""
+    pts = [{"pages": p, "packed_s": 0.3e-9, "spread_s": s} for p, s in
+           [(64, 0.31e-9), (128, 0.35e-9), (256, 0.9e-9), (512, 0.36e-9), (1024, 2.0e-9)]]
+    assert tlb.reach_and_cost(pts) == (128, pytest.approx(1.7e-9))
+    flat = [{"pages": p, "packed_s": 0.3e-9, "spread_s": 0.32e-9} for p in (64, 128)]
+    assert tlb.reach_and_cost(flat) == (128, pytest.approx(0.02e-9))
+
+
+def test_tlb_layouts_keep_the_line_count_and_spread_one_line_per_page():
+    words = tlb.layouts(256, np.random.default_rng(0))
+    packed, spread = words["packed"], words["spread"]
+    assert len(packed) == len(spread) == 256 and len(set(packed)) == len(set(spread)) == 256
+    assert sorted(packed // 16) == list(range(256))  # 256 consecutive lines: 4 pages
+    assert sorted(spread // 1024) == list(range(256)) and all(w % 16 == 0 for w in spread)
+
+
+def test_tlb_on_a_cpu(pocl):
+    """Past the TLB's reach every load walks the page table: spread loads cost more than packed ones there, and a
+    few pages cost nothing extra."""
+    r = tlb.measure(pocl, quick=True)
+    curve = r["curve"]
+    assert [p["pages"] for p in curve] == list(tlb.PAGES)
+    assert curve[0]["spread_s"] < 2 * curve[0]["packed_s"]
+    assert curve[-1]["spread_s"] > 1.5 * curve[-1]["packed_s"]  # 16384 pages (64 MiB) outreach any x86 TLB
+    assert r["reach_pages"]["status"] == "ok" and 64 <= r["reach_pages"]["value"] < tlb.PAGES[-1]
+    assert r["miss_s"]["status"] == "ok" and 1e-10 < r["miss_s"]["value"] < 1e-7

@@ -63,7 +63,7 @@ def test_load_errors(tmp_path):
 # --------------------------------------------------------------------------------------------------
 
 CHANGED = ("launch.back_to_back_s", "launch.round_trip_s", "instructions.add.s32", "instructions.add.u32",
-           "instructions.sub.s32", "instructions.sub.u32", "instructions.ld.global.ca.u64", "caches")
+           "instructions.sub.s32", "instructions.sub.u32", "instructions.ld.global.ca.u64", "caches", "latency_curve")
 
 
 def test_changed_methods_are_listed_with_their_version():

@@ -22,6 +22,7 @@ from gpuprofiler.models.cache.streams import Order, Stream, device_order, window
 from gpuprofiler.profile.hardware import view
 
 RATE = 1e-3
+PAGE_BYTES = 4096  # the TLB's unit: a 4 KiB page (Linux gives a kernel's buffers those unless asked otherwise)
 MIN_SAMPLES = 4000  # below this many the rate is raised (a small launch is sampled densely)
 
 
@@ -67,6 +68,9 @@ class CacheAnalysis:
     private_cold: float | None = None  # exact share of the private / shared streams' accesses never reused
     shared_cold: float | None = None
     scattered: dict[str, float] = field(default_factory=dict)  # per buffer, its new lines' share in a new page
+    tlb_pages: int | None = None     # the profile's TLB reach in 4 KiB pages (None: not measured)
+    tlb_miss_ratio: float = 0.0      # of the accesses, those whose page the unit's TLB no longer holds (LRU)
+    tlb_misses: float = 0.0          # per launch
 
     def scattered_share(self, level: Level) -> float:
         """The share of ``level``'s misses at scattered lines: each buffer's share of the misses times the share of
@@ -86,6 +90,7 @@ class CacheAnalysis:
                             "miss_ratio_random": lv.miss_ratio_random, "misses": lv.misses, "by_array": lv.by_array,
                             "write_share": lv.write_share, "store_remisses": lv.store_remisses}
                            for lv in self.levels],
+                "tlb": {"reach_pages": self.tlb_pages, "miss_ratio": self.tlb_miss_ratio, "misses": self.tlb_misses},
                 "coherence_misses": self.coherence_misses, "shared_written_lines": self.shared_written_lines,
                 "scattered_lines": self.scattered,
                 "unknown_arrays": self.unknown, "notes": self.notes}
@@ -328,11 +333,15 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
     eff_rate = rate
     if window_len and window_len * len(streams) * rate / 2 < MIN_SAMPLES:
         eff_rate = min(1.0, MIN_SAMPLES * 2 / (window_len * len(streams)))
-    private, shared_s = Samples(), Samples()
+    private, shared_s, pages = Samples(), Samples(), Samples()
+    reach = tlb_reach(profile)
+    page_lines = max(1, PAGE_BYTES // order.line_bytes)
     coh, shared_lines = [], []
     for s in streams:
         for lines, arrays, writes in zip(s.lines, s.arrays, s.writes):
             private.add(lines, arrays, eff_rate, rng, writes)
+            if reach:
+                pages.add(lines // page_lines, arrays, eff_rate, rng)
         lines, arrays, writes = s.merged()
         shared_s.add(lines, arrays, eff_rate, rng, writes)
         c, sh = coherence(s)
@@ -369,7 +378,18 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
     unknown = sorted({u for s in streams for u in s.unknown})
     if unknown:
         notes.append(f"addresses of {', '.join(unknown)} depend on data the spec does not give: left out")
+    tlb_ratio = 0.0
+    if reach and pages.distances:
+        page_d, _ = pages.all()
+        tlb_ratio = float(statstack(page_d, [reach], cold=pages.cold)[0]) if len(page_d) else pages.cold
     return CacheAnalysis(order, levels, accesses, int(len(priv_d) + len(shared_d)), eff_rate, priv_d, shared_d,
                          priv_a, shared_a, names, len(streams), window_len, float(np.mean(coh)) * accesses,
                          float(np.mean(shared_lines)), unknown, notes, private.cold, shared_s.cold,
-                         scattered_lines(private, names, order.line_bytes))
+                         scattered_lines(private, names, order.line_bytes), reach, tlb_ratio, tlb_ratio * accesses)
+
+
+def tlb_reach(profile) -> int | None:
+    """Pages a unit's TLB holds: the profile's ``tlb.reach_pages`` (a CPU's; None where it was not measured)."""
+    hw = view(profile)
+    fig = hw.figure("tlb.reach_pages")
+    return int(fig.value) if hw.kind == "cpu" and fig.ok and fig.value >= 1 else None

@@ -475,14 +475,15 @@ class WorkLaw(ScalingModel):
 
 
 class CacheMissLaw(ScalingModel):
-    """T = c0 + max(k W(n), s M(n)) + X(n): the work law, unless the time the kernel's predicted cache misses keep the
+    """T = c0 + max(k W(n), s M(n), P(n)) + X(n): the work law, unless the time the kernel's predicted cache misses keep the
     memory busy (M, :class:`gpuprofiler.models.fractal.misses.MissCost`, from the profile's bandwidths) is longer.
     Where every small size is work-bound this is the work law fitted to them (s = 1: the profile's bandwidth), and
     M takes over at a target whose accesses miss where theirs hit. Where M binds at some small sizes, its scale s
     is fitted with c0 and k (least squares in absolute time, c0 >= 0): the sizes that are memory-bound say how fast
     this kernel's misses are served. X is what a CPU's cores wait on stores re-missing a private level, priced from
     the profile (:meth:`~gpuprofiler.models.fractal.misses.MissCost.stall_s`), not fitted: 0 but at a size whose
-    stores crowd a set."""
+    stores crowd a set. P is the time a CPU's cores spend walking page tables for loads whose page left the TLB
+    (:meth:`~gpuprofiler.models.fractal.misses.MissCost.tlb_s`), priced too, a bound beside the others."""
 
     name = "cache-miss"
     costly = True  # each size it is evaluated at is an analysis of the kernel's address stream
@@ -491,12 +492,16 @@ class CacheMissLaw(ScalingModel):
         self.work, self.memory = work, memory
 
     @staticmethod
-    def _model(c0: float, k: float, s: float, w: np.ndarray, m: np.ndarray) -> np.ndarray:
-        return c0 + np.maximum(k * w, s * m)
+    def _model(c0: float, k: float, s: float, w: np.ndarray, m: np.ndarray, p=0.0) -> np.ndarray:
+        return c0 + np.maximum(np.maximum(k * w, s * m), p)
 
     def _stall(self, size) -> float:
         stall = getattr(self.memory, "stall_s", None)
         return float(stall(size)) if stall is not None else 0.0
+
+    def _walks(self, size) -> float:
+        walks = getattr(self.memory, "tlb_s", None)
+        return float(walks(size)) if walks is not None else 0.0
 
     def _fit(self, n, t):
         w = np.array([float(self.work(v)) for v in n])
@@ -506,14 +511,15 @@ class CacheMissLaw(ScalingModel):
         x = np.array([self._stall(v) for v in n])
         if np.any(x >= t):
             raise ValueError("cache-miss law: the priced store stalls exceed a measured time")
+        p = np.array([self._walks(v) for v in n])
         measured, t = t, t - x
         work_law = WorkLaw(self.work)
         work_law._fit(n, t)
         c0, k = (float(v) for v in work_law.coef_)
         s = 1.0
         if np.any(m > k * w):  # memory binds at some small size: fit its scale too
-            def resid(p):
-                return (self._model(p[2], math.exp(p[0]), math.exp(p[1]), w, m) - t) / t.max()
+            def resid(q):
+                return (self._model(q[2], math.exp(q[0]), math.exp(q[1]), w, m, p) - t) / t.max()
 
             starts = [(math.log(max(k, 1e-300)), math.log(max(float(np.min(t / np.maximum(m, 1e-300))), 1e-300)),
                        0.0), (math.log(max(k, 1e-300)), 0.0, min(c0, float(t.min())))]
@@ -527,7 +533,7 @@ class CacheMissLaw(ScalingModel):
         if k <= 0:
             raise ValueError("cache-miss law: time does not grow with the work")
         self.coef_ = np.array([c0, k, s])
-        fitted = self._model(c0, k, s, w, m) + x
+        fitted = self._model(c0, k, s, w, m, p) + x
         wts = measured / measured.sum()
         self.s2_rel_ = float(np.sum(wts * ((fitted - measured) / measured) ** 2) * len(n) / max(len(n) - 3, 1))
         # the fit's own uncertainty: the relative scatter over how many sizes pin the binding term
@@ -537,10 +543,12 @@ class CacheMissLaw(ScalingModel):
     def _predict(self, size):
         c0, k, s = self.coef_
         w, m = float(self.work(size)), float(self.memory(size))
-        x = self._stall(size)
-        value = c0 + max(k * w, s * m) + x
+        x, p = self._stall(size), self._walks(size)
+        value = c0 + max(k * w, s * m, p) + x
         if not (math.isfinite(value) and value > 0):
             return float("nan"), float("inf"), {}
         return value, math.sqrt(self.s2_rel_ + self.fit_var_), {"c0": float(c0), "k": float(k), "memory_scale": s,
                                                                 "memory_s": s * m, "work_s": k * w, "store_stall_s": x,
-                                                                "bound": "memory" if s * m > k * w else "work"}
+                                                                "page_walks_s": p,
+                                                                "bound": ("page walks" if p > max(s * m, k * w) else
+                                                                          "memory" if s * m > k * w else "work")}

@@ -32,7 +32,7 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.cache.analysis import CacheAnalysis, analyse, cache_levels
-from gpuprofiler.models.costs import scattered, store_stalls
+from gpuprofiler.models.costs import scattered, store_stalls, tlb_walks
 from gpuprofiler.profile.hardware import view
 
 BUDGET = 1 << 20  # accesses per window: enough for the private levels, a fifth of the time of `gpuprofiler cache`
@@ -91,6 +91,12 @@ class MissCost:
 
     def __call__(self, n: float) -> float:
         return self.memory_s(n)
+
+    def tlb_s(self, n: float) -> float:
+        """Seconds the cores spend on page walks (:func:`~gpuprofiler.models.costs.tlb_walks`: a column walk over
+        more pages than the TLB holds); 0 where the analysis failed or the profile has no TLB figures."""
+        a = self.analysis(n)
+        return tlb_walks(self.profile, a)[0] if a is not None else 0.0
 
     def stall_s(self, n: float) -> float:
         """Seconds the cores wait on stores re-missing a private level (:func:`~gpuprofiler.models.costs.store_stalls`:

@@ -33,6 +33,7 @@ from gpuprofiler.models.costs import (
     refetched,
     resident,
     scattered,
+    tlb_walks,
 )
 from gpuprofiler.models.maxplus.graph import Kernel
 from gpuprofiler.models.maxplus.requests import SECTOR, WARP
@@ -49,11 +50,12 @@ class Resources:
     cache_s: float = 0.0
     lsu_s: float = 0.0
     ops_s: float = 0.0
+    tlb_s: float = 0.0  # a CPU's page walks, from the predicted misses' TLB misses
     traffic: dict[str, float] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
     def bounds(self) -> dict[str, float]:
-        return {"dram": self.dram_s, "cache": self.cache_s, "lsu": self.lsu_s, "issue": self.ops_s}
+        return {"dram": self.dram_s, "cache": self.cache_s, "lsu": self.lsu_s, "issue": self.ops_s, "tlb": self.tlb_s}
 
 
 def launch_shape(kernel: Kernel, work_items: int) -> tuple[int, int]:
@@ -175,6 +177,9 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
         out.cache_s = (cached_total + written) / _rate(cache, end)
         out.sources["cache"] = cache.source
     if predicted:
+        out.tlb_s, tlb_source = tlb_walks(hw.profile, misses)
+        if out.tlb_s:
+            out.sources["tlb"] = tlb_source
         out.sources["misses"] = (f"DRAM and cache traffic from the sampled address stream's misses ({last.name} "
                                  f"{last.miss_ratio:.3g}, {first.name} {first.miss_ratio:.3g} of "
                                  f"{misses.accesses:.3g} accesses)")

@@ -78,7 +78,7 @@ def test_streaming_copy_moves_each_footprint_once():
     assert t["l1_request_cycles"] == 2 * warps  # one line per request
     assert r.lsu_s == pytest.approx(2 * warps / (SMS * hw.clock_hz.value), rel=1e-12)
     assert r.ops_s == pytest.approx(n * 1e-15, rel=1e-12)
-    assert r.bounds() == {"dram": r.dram_s, "cache": r.cache_s, "lsu": r.lsu_s, "issue": r.ops_s}
+    assert r.bounds() == {"dram": r.dram_s, "cache": r.cache_s, "lsu": r.lsu_s, "issue": r.ops_s, "tlb": r.tlb_s}
 
 
 def test_buffers_that_fit_the_cache_read_nothing_from_dram():

@@ -1,0 +1,86 @@
+"""TLB misses from page reuse distances, and the page walks both models bound a launch by."""
+
+import copy
+from types import SimpleNamespace
+
+import pytest
+from conftest import H100_PROFILE, KERNELS, POCL_PROFILE
+
+from gpuprofiler.models.cache.analysis import analyse, tlb_reach
+from gpuprofiler.models.costs import tlb_walks
+from gpuprofiler.models.fractal.misses import BUDGET, WINDOWS
+from gpuprofiler.profile.file import Profile, entry, load_profile
+from gpuprofiler.workloads.spec import load_spec
+
+POCL = load_profile(POCL_PROFILE)
+H100 = load_profile(H100_PROFILE)
+
+
+def with_tlb(profile, reach=4096, miss_s=1.7e-9):
+    data = copy.deepcopy(profile.data)
+    data["tlb"] = {"reach_pages": entry(reach, "pages", "test"), "miss_s": entry(miss_s, "s", "test")}
+    return Profile(data, profile.path)
+
+
+def test_a_column_walk_over_more_pages_than_the_tlb_holds_misses_every_access():
+    """gesummv at n = 3000 (column-major): each work-item walks a column of A and one of B, 6000 pages a walk, and
+    the next work-item walks the same pages: past a 4096-page reach every access misses; within a 16384-page one
+    only the pages' first touches do."""
+    spec = load_spec(KERNELS / "gesummv.toml")
+    small = analyse(spec.instantiate(3000), with_tlb(POCL, 4096), budget=BUDGET, count=WINDOWS)
+    big = analyse(spec.instantiate(3000), with_tlb(POCL, 16384), budget=BUDGET, count=WINDOWS)
+    column_share = 2 / 3  # A and B per step, x[j] contiguous
+    assert small.tlb_pages == 4096 and small.tlb_miss_ratio == pytest.approx(column_share, abs=0.05)
+    assert big.tlb_miss_ratio < 0.05
+    assert small.tlb_misses == pytest.approx(small.tlb_miss_ratio * small.accesses, rel=1e-12)
+
+
+def test_a_stream_misses_once_a_page_on_each_core():
+    """A page holds 1024 floats, four work-groups of 256 dealt round-robin to the two cores: each core's TLB takes
+    every page once, a miss per 512 of its accesses."""
+    spec = load_spec(KERNELS / "vadd.toml")
+    a = analyse(spec.instantiate(1 << 22), with_tlb(POCL), budget=BUDGET, count=WINDOWS)
+    assert a.order.units == 2 and a.tlb_miss_ratio == pytest.approx(2 / 1024, rel=0.1)
+
+
+def test_no_tlb_figures_no_tlb_analysis():
+    spec = load_spec(KERNELS / "vadd.toml")
+    assert tlb_reach(POCL) is None and tlb_reach(with_tlb(H100)) is None  # a GPU's TLB is not modelled
+    a = analyse(spec.instantiate(1 << 20), POCL, budget=BUDGET, count=WINDOWS)
+    assert a.tlb_pages is None and a.tlb_misses == 0.0
+
+
+def test_page_walks_are_misses_times_the_cost_over_the_cores():
+    p = with_tlb(POCL, miss_s=2e-9)
+    cores = 2.0
+    assert p.data["device"]["compute_units"] == cores
+    seconds, source = tlb_walks(p, SimpleNamespace(tlb_misses=1e7, tlb_pages=4096))
+    assert seconds == pytest.approx(1e7 * 2e-9 / cores, rel=1e-12) and "TLB misses" in source
+    assert tlb_walks(POCL, SimpleNamespace(tlb_misses=1e7, tlb_pages=4096))[0] == 0.0  # no TLB figures
+    assert tlb_walks(p, SimpleNamespace(tlb_misses=0.0, tlb_pages=4096))[0] == 0.0
+    assert tlb_walks(with_tlb(H100), SimpleNamespace(tlb_misses=1e7, tlb_pages=4096))[0] == 0.0
+
+
+class _Memory:
+    """A cache-miss cost with few misses and page walks that outgrow the work: P(n) = 2e-6 * max(n - 500, 0)."""
+
+    def __call__(self, n):
+        return 1e-9 * n
+
+    def stall_s(self, n):
+        return 0.0
+
+    def tlb_s(self, n):
+        return 2e-6 * max(n - 500.0, 0.0)
+
+
+def test_the_cache_miss_law_takes_the_page_walks_as_a_bound():
+    """Work-bound small sizes (T = 1e-6 n), then walks priced at the target: max(kW, P), not a sum."""
+    from gpuprofiler.models.fractal.laws import CacheMissLaw
+
+    sizes = [50, 60, 70, 80, 90, 100]
+    law = CacheMissLaw(lambda n: float(n), _Memory()).fit(sizes, [[1e-6 * n] * 5 for n in sizes])
+    assert law.predict_value(150) == pytest.approx(1.5e-4, rel=1e-6)  # work 1.5e-4, no walks
+    assert law.predict_value(900) == pytest.approx(9e-4, rel=1e-6)    # work 9e-4 > walks 8e-4
+    assert law.predict_value(5000) == pytest.approx(9e-3, rel=1e-6)   # walks 9e-3 > work 5e-3
+    assert law._predict(5000)[2]["bound"] == "page walks"
