@@ -71,6 +71,7 @@ class CacheAnalysis:
     tlb_pages: int | None = None     # the profile's TLB reach in 4 KiB pages (None: not measured)
     tlb_miss_ratio: float = 0.0      # of the accesses, those whose page the unit's TLB no longer holds (LRU)
     tlb_misses: float = 0.0          # per launch
+    alternates: dict[float, Level] = field(default_factory=dict)  # the last level at other capacities (bytes)
 
     def scattered_share(self, level: Level) -> float:
         """The share of ``level``'s misses at scattered lines: each buffer's share of the misses times the share of
@@ -321,9 +322,9 @@ def coherence(stream: Stream) -> tuple[float, float]:
 
 
 def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: int = 3, backend: str | None = None,
-            seed: int = 0, per_item: float | None = None) -> CacheAnalysis:
+            seed: int = 0, per_item: float | None = None, last_sizes: tuple[float, ...] = ()) -> CacheAnalysis:
     """Miss ratios of a launch (:class:`~.streams.Launch`, or a spec instance) at the profile's cache levels (see
-    the module's docstring)."""
+    the module's docstring); with ``last_sizes``, the last level's also at those capacities (``alternates``)."""
     hw = view(profile)
     order = device_order(profile)
     kind = backend or hw.backend or "opencl"
@@ -354,14 +355,13 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
     notes = []
     if not len(priv_d):
         raise ValueError("the kernel makes no global access that could be followed")
-    levels = []
-    for name, size in cache_levels(profile):
+    def level(name: str, size: float) -> Level | None:
         lines_n = max(1, int(size // order.line_bytes))
         shared = name not in order.private
         samples = shared_s if shared else private
-        d, a = (shared_d, shared_a) if shared else (priv_d, priv_a)
+        d = shared_d if shared else priv_d
         if not len(d):
-            continue
+            return None
         ways, sets = geometry(name, size, order)
         sd = stack_distance_of(d)
         # a set holds `ways` lines: a line whose set the accesses in between crowd (a power-of-two stride) is
@@ -371,8 +371,17 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
         ratio, by_array, write_share, remissed = samples.misses(miss, names, later)
         full = float(statstack(d, [lines_n], cold=samples.cold)[0])
         rnd = float(statcache(d, [lines_n], cold=samples.cold)[0])
-        levels.append(Level(name, size, lines_n, shared, ratio, rnd, ratio * accesses, by_array, full, ways, sets,
-                            write_share, remissed * accesses))
+        return Level(name, size, lines_n, shared, ratio, rnd, ratio * accesses, by_array, full, ways, sets,
+                     write_share, remissed * accesses)
+
+    named = cache_levels(profile)
+    levels = [lv for lv in (level(name, size) for name, size in named) if lv is not None]
+    alternates = {}
+    if levels and levels[-1].name == named[-1][0]:
+        for size in last_sizes:
+            alt = level(named[-1][0], float(size))
+            if alt is not None:
+                alternates[float(size)] = alt
     if not levels:
         notes.append("the profile names no cache level: miss ratios are not computed")
     unknown = sorted({u for s in streams for u in s.unknown})
@@ -385,7 +394,8 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
     return CacheAnalysis(order, levels, accesses, int(len(priv_d) + len(shared_d)), eff_rate, priv_d, shared_d,
                          priv_a, shared_a, names, len(streams), window_len, float(np.mean(coh)) * accesses,
                          float(np.mean(shared_lines)), unknown, notes, private.cold, shared_s.cold,
-                         scattered_lines(private, names, order.line_bytes), reach, tlb_ratio, tlb_ratio * accesses)
+                         scattered_lines(private, names, order.line_bytes), reach, tlb_ratio, tlb_ratio * accesses,
+                         alternates)
 
 
 def tlb_reach(profile) -> int | None:

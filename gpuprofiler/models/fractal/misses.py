@@ -35,6 +35,7 @@ from gpuprofiler.models.cache.analysis import CacheAnalysis, analyse, cache_leve
 from gpuprofiler.models.costs import scattered, store_stalls, tlb_walks
 from gpuprofiler.profile.hardware import view
 
+LLC_SPREAD = 1.25  # a reported last level this much larger than the calibrated one makes its capacity uncertain
 BUDGET = 1 << 20  # accesses per window: enough for the private levels, a fifth of the time of `gpuprofiler cache`
 WINDOWS = 2
 
@@ -67,6 +68,7 @@ class MissCost:
     profile: Any
     bandwidths: list[float]
     gather_s: float | None = None  # seconds per scattered line's miss (None: a line at the bandwidth)
+    capacities: tuple[float, ...] = ()  # the last level's candidate capacities, the calibrated one first
     analyses: dict[int, CacheAnalysis] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
 
@@ -74,17 +76,19 @@ class MissCost:
         n = self.item.valid_size(n)
         if n not in self.analyses and n not in self.failed:
             try:
-                self.analyses[n] = analyse(self.item.instantiate(n), self.profile, budget=BUDGET, count=WINDOWS)
+                self.analyses[n] = analyse(self.item.instantiate(n), self.profile, budget=BUDGET, count=WINDOWS,
+                                           last_sizes=tuple(self.capacities[1:]))
             except (UserError, ValueError) as exc:
                 self.failed[n] = str(exc)
         return self.analyses.get(n)
 
-    def memory_s(self, n: float) -> float:
-        """Seconds the launch's last-level misses keep DRAM busy (its lines at the profile's read bandwidth)."""
+    def memory_s(self, n: float, capacity: float | None = None) -> float:
+        """Seconds the launch's last-level misses keep DRAM busy (its lines at the profile's read bandwidth); with
+        ``capacity`` (one of :attr:`capacities`), the last level's misses at that capacity."""
         a = self.analysis(n)
         if a is None or not a.levels:
             return math.nan
-        last = a.levels[-1]
+        last = a.alternates.get(float(capacity), a.levels[-1]) if capacity is not None else a.levels[-1]
         line_s = a.order.line_bytes / self.bandwidths[-1]
         scattered_share = a.scattered_share(last) if self.gather_s else 0.0
         return last.misses * ((1.0 - scattered_share) * line_s + scattered_share * max(self.gather_s or 0.0, line_s))
@@ -116,7 +120,25 @@ def miss_cost(item, profile) -> MissCost | None:
     if not bws:
         return None
     gather = scattered(profile, bws[-1])
-    return MissCost(item, profile, bws, gather.value if gather.ok and gather.value > 0 else None)
+    return MissCost(item, profile, bws, gather.value if gather.ok and gather.value > 0 else None,
+                    last_level_capacities(profile))
+
+
+def last_level_capacities(profile, steps: int = 3) -> tuple[float, ...]:
+    """A CPU's last level is shared with the host's other cores and tenants: the share this device gets moves with
+    their load (this VM's L3 knee measured 11-25 MiB of 32 in calibrations minutes apart). Candidates from the
+    calibrated capacity to the one the driver reports, geometrically spaced, the calibrated one first: the
+    cache-miss law keeps the one that best predicts its small sizes left out (what the sweep saw), the largest where
+    they cannot tell. Elsewhere (a GPU's L2 is the device's own) the calibrated one alone."""
+    hw = view(profile)
+    levels = cache_levels(profile)
+    if not levels:
+        return ()
+    calibrated = float(levels[-1][1])
+    reported = float(hw.device_extra("global_mem_cache_bytes") or 0.0)
+    if hw.kind != "cpu" or reported <= LLC_SPREAD * calibrated:
+        return (calibrated,)
+    return tuple(float(calibrated * (reported / calibrated) ** (k / (steps - 1))) for k in range(steps))
 
 
 def _signed(seconds: float) -> str:

@@ -8,6 +8,7 @@ from conftest import H100_PROFILE, KERNELS, POCL_PROFILE
 
 from gpuprofiler.models.cache.analysis import analyse, tlb_reach
 from gpuprofiler.models.costs import tlb_walks
+from gpuprofiler.models.fractal.laws import CacheMissLaw
 from gpuprofiler.models.fractal.misses import BUDGET, WINDOWS
 from gpuprofiler.profile.file import Profile, entry, load_profile
 from gpuprofiler.workloads.spec import load_spec
@@ -76,11 +77,10 @@ class _Memory:
 
 def test_the_cache_miss_law_takes_the_page_walks_as_a_bound():
     """Work-bound small sizes (T = 1e-6 n), then walks priced at the target: max(kW, P), not a sum."""
-    from gpuprofiler.models.fractal.laws import CacheMissLaw
-
     sizes = [50, 60, 70, 80, 90, 100]
     law = CacheMissLaw(lambda n: float(n), _Memory()).fit(sizes, [[1e-6 * n] * 5 for n in sizes])
     assert law.predict_value(150) == pytest.approx(1.5e-4, rel=1e-6)  # work 1.5e-4, no walks
     assert law.predict_value(900) == pytest.approx(9e-4, rel=1e-6)    # work 9e-4 > walks 8e-4
     assert law.predict_value(5000) == pytest.approx(9e-3, rel=1e-6)   # walks 9e-3 > work 5e-3
     assert law._predict(5000)[2]["bound"] == "page walks"
+
