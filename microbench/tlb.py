@@ -7,15 +7,17 @@ lines fill the caches' sets as the packed ones do). The lines are the same in nu
 footprint; the spread layout's extra time per access is translation. Per access: (T(2r) - T(r)) / (P r) for r
 and 2r passes over the lines, which cancels launch and set-up. Swept over P = 64 .. 16384 pages.
 
-The reach is the largest P whose spread loads cost at most :data:`REACH_RATIO` x the packed ones (and at most
-:data:`REACH_FLOOR_S` more); the miss cost is the spread layout's extra time per access at the largest P, where
-every access misses the TLB (each load a page walk), with the loads independent as in a column walk: what a core
-overlapping its walks pays per access, not one walk's latency. On this VM's Zen 5 (PoCL): 0.33 ns packed,
-0.37 ns spread at 2048 pages, 0.52 at 4096, 1.8-2.6 ns at 8192-16384 pages.
+The miss cost is the spread layout's extra time per access at the largest P, where every access misses the TLB
+(each load a page walk), with the loads independent as in a column walk: what a core overlapping its walks pays
+per access, not one walk's latency. The reach is where the extra first reaches half that (log-interpolated, as a
+cache's size is where its latency curve crosses half-way): a set-associative TLB of E entries already misses on
+some of E random pages. On this VM's Zen 5 (PoCL): 0.31 ns packed, 0.37 ns spread at 2048 pages, 0.52 at 4096,
+1.4-2.1 ns at 8192-16384 pages.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -28,10 +30,8 @@ from gpuprofiler.profile.file import entry, failed
 
 PAGE_BYTES = 4096
 LINE_BYTES = 64
-PAGES = tuple(1 << k for k in range(6, 15))  # 64 .. 16384 pages
+PAGES = tuple(int(round(2 ** (k / 2))) for k in range(12, 29))  # 64 .. 16384 pages, half-octave steps
 ACCESSES = 1 << 17  # loads per pass set: passes r = ACCESSES // P
-REACH_RATIO = 1.25
-REACH_FLOOR_S = 0.1e-9
 
 SOURCE = r"""
 KERNEL void sweep(GLOBAL const u32 *buf, GLOBAL const u32 *idx, int count, int reps, GLOBAL u32 *out, u32 never) {
@@ -53,16 +53,24 @@ def layouts(pages: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     return {"packed": packed, "spread": spread}
 
 
-def reach_and_cost(points: list[dict]) -> tuple[int | None, float | None]:
-    """The largest page count whose spread access costs at most REACH_RATIO x (and REACH_FLOOR_S over) the packed
-    one, every smaller count too; and the extra per access at the largest count (None where it is not positive)."""
-    reach = None
-    for p in points:
-        if p["spread_s"] > max(REACH_RATIO * p["packed_s"], p["packed_s"] + REACH_FLOOR_S):
-            break
-        reach = p["pages"]
-    extra = points[-1]["spread_s"] - points[-1]["packed_s"] if points else 0.0
-    return reach, (extra if extra > 0 else None)
+def reach_and_cost(points: list[dict]) -> tuple[float | None, float | None]:
+    """The extra time per access at the largest page count (None where it is not positive), and the page count
+    where the spread loads' extra first reaches half of it, log-interpolated (None where it never does short of
+    the largest count)."""
+    if not points:
+        return None, None
+    extra = [p["spread_s"] - p["packed_s"] for p in points]
+    cost = extra[-1]
+    if not cost > 0:
+        return None, None
+    half = cost / 2
+    for i in range(1, len(points) - 1):
+        if extra[i] >= half:
+            lo, hi = max(extra[i - 1], 0.0), extra[i]
+            f = (half - lo) / (hi - lo) if hi > lo else 0.0
+            x0, x1 = math.log(points[i - 1]["pages"]), math.log(points[i]["pages"])
+            return float(math.exp(x0 + f * (x1 - x0))), cost
+    return None, cost
 
 
 def measure(backend: Any, quick: bool = False, progress: Progress = None,
@@ -96,10 +104,10 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
         result["reach_pages"] = failed("pages", method, bad)
         result["miss_s"] = failed("s", method, bad)
         return result
-    result["reach_pages"] = (entry(reach, "pages", f"{method}: the largest P whose spread loads cost at most "
-                                   f"{REACH_RATIO}x the packed ones") if reach and reach < PAGES[-1] else
-                             failed("pages", method, f"no knee within {PAGES[0]} .. {PAGES[-1]} pages"))
     result["miss_s"] = (entry(cost, "s", f"{method}: spread minus packed per access at {PAGES[-1]} pages, every load "
-                              "a TLB miss") if cost and result["reach_pages"]["status"] == "ok" else
+                              "a TLB miss") if cost and reach else
                         failed("s", method, "no access past the TLB's reach cost more than a packed one"))
+    result["reach_pages"] = (entry(reach, "pages", f"{method}: where the spread loads' extra first reaches half of "
+                                   "miss_s (log-interpolated)") if reach and cost else
+                             failed("pages", method, f"no knee within {PAGES[0]} .. {PAGES[-1]} pages"))
     return result

@@ -262,16 +262,18 @@ def store_stalls(profile, levels, only: int | None = None) -> tuple[float, str]:
 
 
 def tlb_walks(profile, analysis) -> tuple[float, str]:
-    """Seconds a CPU's cores spend on page walks: a cache analysis's TLB misses (accesses whose 4 KiB page the
-    unit's TLB of ``tlb.reach_pages`` no longer holds) x the profile's ``tlb.miss_s`` (what an independent load
-    past the reach costs, walks overlapped as a core overlaps them) / compute units. A bound beside the others, not
-    a sum: the walks of a column walk's independent loads run alongside the arithmetic (gesummv at 3000 on this
-    VM's PoCL: 1.8e7 loads over 6000 pages, 13.9 ms measured, 15 ms of walks against 4.5 ms of FMA chains)."""
+    """Seconds a CPU's cores spend on page walks: a cache analysis's accesses x translation's mean extra time per
+    access (each sampled access at the profile's ``tlb.curve`` for its page reuse distance: what an independent load
+    cycling over that many 4 KiB pages costs over a packed one, walks overlapped as a core overlaps them) / compute
+    units. A bound beside the others, not a sum: the walks of a column walk's independent loads run alongside the
+    arithmetic (gesummv at 3000 on this VM's PoCL: 1.8e7 loads cycling over 6000 pages, 13.9 ms measured)."""
     hw = view(profile)
-    units, cost = hw.compute_units, hw.figure("tlb.miss_s")
-    misses = getattr(analysis, "tlb_misses", 0.0) if analysis is not None else 0.0
-    if hw.kind != "cpu" or not units.ok or not cost.ok or not misses > 0:
-        return 0.0, "no page walks: no TLB figures in the profile, or every access's page within the TLB's reach"
-    return (misses * cost.value / units.value,
-            f"{misses:.3g} TLB misses (reach {analysis.tlb_pages} pages) x {cost.value * 1e9:.3g} ns "
-            f"(profile tlb.miss_s), over {units.value:g} cores")
+    units = hw.compute_units
+    per = getattr(analysis, "tlb_s_per_access", 0.0) if analysis is not None else 0.0
+    if hw.kind != "cpu" or not units.ok or not per > 0:
+        return 0.0, "no page walks: no TLB curve in the profile, or every access's page within the TLB's reach"
+    accesses = float(analysis.accesses)
+    return (accesses * per / units.value,
+            f"{accesses:.3g} accesses x {per * 1e12:.3g} ps of page walks each (profile tlb.curve at their page "
+            f"reuse distances; {analysis.tlb_miss_ratio:.3g} of them past the reach of {analysis.tlb_pages} pages), "
+            f"over {units.value:g} cores")

@@ -235,6 +235,20 @@ class HardwareView:
         return self._curve(section if isinstance(section, dict) else None, "overlap_curve", "overlap", by="ops")
 
     @property
+    def tlb_curve(self) -> list[tuple[float, float]]:
+        """Translation's extra time per load against the pages a loop of loads cycles over: (pages, spread_s -
+        packed_s, at least 0), increasing pages (empty where not measured)."""
+        section = self._data.get("tlb") if isinstance(self._data.get("tlb"), dict) else {}
+        out = []
+        for p in section.get("curve") or []:
+            if not isinstance(p, dict):
+                continue
+            x, packed, spread = (_number(p.get(k)) for k in ("pages", "packed_s", "spread_s"))
+            if x and x > 0 and packed is not None and spread is not None:
+                out.append((x, max(spread - packed, 0.0)))
+        return sorted(out)
+
+    @property
     def latency_curve(self) -> list[tuple[float, float]]:
         """Pointer-chase latency against working set: (bytes, seconds), increasing bytes."""
         points = [p for p in self._data.get("latency_curve") or []

@@ -224,13 +224,17 @@ def test_latency_curve_on_a_cpu(pocl):
 
 
 def test_tlb_reach_and_cost_from_the_curve():
-    """The reach is the last page count before the first whose spread loads cost clearly more than packed ones;
-    the cost is the extra at the largest count."""
-    pts = [{"pages": p, "packed_s": 0.3e-9, "spread_s": s} for p, s in
-           [(64, 0.31e-9), (128, 0.35e-9), (256, 0.9e-9), (512, 0.36e-9), (1024, 2.0e-9)]]
-    assert tlb.reach_and_cost(pts) == (128, pytest.approx(1.7e-9))
-    flat = [{"pages": p, "packed_s": 0.3e-9, "spread_s": 0.32e-9} for p in (64, 128)]
-    assert tlb.reach_and_cost(flat) == (128, pytest.approx(0.02e-9))
+    """The cost is the spread loads' extra at the largest count; the reach where the extra first reaches half of it,
+    log-interpolated between the counts around that crossing."""
+    pts = [{"pages": p, "packed_s": 0.3e-9, "spread_s": 0.3e-9 + x} for p, x in
+           [(64, 0.0), (128, 0.05e-9), (256, 0.05e-9), (512, 1.05e-9), (1024, 2.0e-9)]]
+    reach, cost = tlb.reach_and_cost(pts)
+    assert cost == pytest.approx(2.0e-9)
+    assert reach == pytest.approx(256 * 2 ** 0.95, rel=1e-9)  # half (1e-9) at 0.95 of the way from 256 to 512
+    never = [{"pages": p, "packed_s": 0.3e-9, "spread_s": 0.3e-9 + x} for p, x in [(64, 0.0), (128, 0.0), (256, 1e-9)]]
+    assert tlb.reach_and_cost(never) == (None, pytest.approx(1e-9))  # the knee is past the last count but one
+    flat = [{"pages": p, "packed_s": 0.3e-9, "spread_s": 0.29e-9} for p in (64, 128)]
+    assert tlb.reach_and_cost(flat) == (None, None)
 
 
 def test_tlb_layouts_keep_the_line_count_and_spread_one_line_per_page():

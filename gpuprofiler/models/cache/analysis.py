@@ -71,6 +71,7 @@ class CacheAnalysis:
     tlb_pages: int | None = None     # the profile's TLB reach in 4 KiB pages (None: not measured)
     tlb_miss_ratio: float = 0.0      # of the accesses, those whose page the unit's TLB no longer holds (LRU)
     tlb_misses: float = 0.0          # per launch
+    tlb_s_per_access: float = 0.0    # translation's mean extra time per access, one unit (the profile's tlb curve)
     alternates: dict[float, Level] = field(default_factory=dict)  # the last level at other capacities (bytes)
 
     def scattered_share(self, level: Level) -> float:
@@ -91,7 +92,8 @@ class CacheAnalysis:
                             "miss_ratio_random": lv.miss_ratio_random, "misses": lv.misses, "by_array": lv.by_array,
                             "write_share": lv.write_share, "store_remisses": lv.store_remisses}
                            for lv in self.levels],
-                "tlb": {"reach_pages": self.tlb_pages, "miss_ratio": self.tlb_miss_ratio, "misses": self.tlb_misses},
+                "tlb": {"reach_pages": self.tlb_pages, "miss_ratio": self.tlb_miss_ratio, "misses": self.tlb_misses,
+                        "seconds_per_access": self.tlb_s_per_access},
                 "coherence_misses": self.coherence_misses, "shared_written_lines": self.shared_written_lines,
                 "scattered_lines": self.scattered,
                 "unknown_arrays": self.unknown, "notes": self.notes}
@@ -336,12 +338,13 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
         eff_rate = min(1.0, MIN_SAMPLES * 2 / (window_len * len(streams)))
     private, shared_s, pages = Samples(), Samples(), Samples()
     reach = tlb_reach(profile)
+    walks = tlb_curve(profile) if hw.kind == "cpu" else None
     page_lines = max(1, PAGE_BYTES // order.line_bytes)
     coh, shared_lines = [], []
     for s in streams:
         for lines, arrays, writes in zip(s.lines, s.arrays, s.writes):
             private.add(lines, arrays, eff_rate, rng, writes)
-            if reach:
+            if walks is not None:
                 pages.add(lines // page_lines, arrays, eff_rate, rng)
         lines, arrays, writes = s.merged()
         shared_s.add(lines, arrays, eff_rate, rng, writes)
@@ -387,15 +390,42 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
     unknown = sorted({u for s in streams for u in s.unknown})
     if unknown:
         notes.append(f"addresses of {', '.join(unknown)} depend on data the spec does not give: left out")
-    tlb_ratio = 0.0
-    if reach and pages.distances:
+    tlb_ratio = tlb_cost = 0.0
+    if walks is not None and pages.distances:
         page_d, _ = pages.all()
-        tlb_ratio = float(statstack(page_d, [reach], cold=pages.cold)[0]) if len(page_d) else pages.cold
+        if reach:
+            tlb_ratio = float(statstack(page_d, [reach], cold=pages.cold)[0]) if len(page_d) else pages.cold
+        tlb_cost = page_cost(page_d, pages.cold, walks)
     return CacheAnalysis(order, levels, accesses, int(len(priv_d) + len(shared_d)), eff_rate, priv_d, shared_d,
                          priv_a, shared_a, names, len(streams), window_len, float(np.mean(coh)) * accesses,
                          float(np.mean(shared_lines)), unknown, notes, private.cold, shared_s.cold,
                          scattered_lines(private, names, order.line_bytes), reach, tlb_ratio, tlb_ratio * accesses,
-                         alternates)
+                         tlb_cost, alternates)
+
+
+def tlb_curve(profile) -> tuple[np.ndarray, np.ndarray] | None:
+    """The profile's TLB curve (:attr:`~gpuprofiler.profile.hardware.HardwareView.tlb_curve`) as arrays of pages
+    and extra seconds per access; None with fewer than two points."""
+    rows = view(profile).tlb_curve
+    if len(rows) < 2:
+        return None
+    return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+
+
+def page_cost(page_distances: np.ndarray, cold: float, curve: tuple[np.ndarray, np.ndarray] | None) -> float:
+    """Translation's mean extra time per access from sampled page reuse distances: each reused sample costs the
+    curve at its expected stack distance in pages (a cycle over that many pages; nothing below the curve's first
+    count, its last value past its end), an access not reused in its window (a first touch) the curve's last."""
+    if curve is None:
+        return 0.0
+    pages, extra = curve
+    d = np.asarray(page_distances, dtype=float)
+    reused = np.isfinite(d)
+    if not reused.any():
+        return float(cold * extra[-1])
+    sd = stack_distance_of(d)[reused] + 1.0  # pages in the cycle: the distinct ones in between and its own
+    per = np.interp(np.log(np.maximum(sd, 1.0)), np.log(pages), extra, left=0.0, right=float(extra[-1]))
+    return float(cold * extra[-1] + (1.0 - cold) * per.mean())
 
 
 def tlb_reach(profile) -> int | None:
