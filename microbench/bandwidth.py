@@ -196,8 +196,13 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     policy = bench(quick, 0.5, 0.1)
     local = (min(256, info.max_work_group_size),)
     by_width: dict[str, dict[str, Any]] = {k: {} for k in KINDS}
+    widths = VECTOR_WIDTHS[backend.kind]
+    if quick and info.type == "cpu":
+        # a CPU's narrow widths run the kernel's loop one float or two at a time (3.7-26 GB/s here, never the best,
+        # and the slowest launches of the section: about 6 s of a quick calibration's 30)
+        widths = tuple(w for w in widths if w >= 4)
     for kind, arrays in KINDS.items():
-        for width in VECTOR_WIDTHS[backend.kind]:
+        for width in widths:
             kernel = _kernel(backend, kind, width)
             items = count // width // PER
             args = {"read": [bufs[0], out, np.float32(-1.0)], "write": [bufs[0], np.float32(1.5)],
