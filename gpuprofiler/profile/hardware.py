@@ -237,8 +237,11 @@ class HardwareView:
     @property
     def tlb_curve(self) -> list[tuple[float, float]]:
         """Translation's extra time per load against the pages a loop of loads cycles over: (pages, spread_s -
-        packed_s, at least 0), increasing pages (empty where not measured)."""
+        packed_s, at least 0), increasing pages (empty where not measured, or where ``tlb.miss_s`` failed: a curve
+        with a time at or below zero in it is a failed measurement)."""
         section = self._data.get("tlb") if isinstance(self._data.get("tlb"), dict) else {}
+        if not self.figure("tlb.miss_s").ok:
+            return []
         out = []
         for p in section.get("curve") or []:
             if not isinstance(p, dict):

@@ -12,6 +12,7 @@ from gpuprofiler.models.costs import tlb_walks
 from gpuprofiler.models.fractal.laws import CacheMissLaw
 from gpuprofiler.models.fractal.misses import BUDGET, WINDOWS
 from gpuprofiler.profile.file import Profile, entry, load_profile
+from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.spec import load_spec
 
 POCL = load_profile(POCL_PROFILE)
@@ -52,6 +53,10 @@ def test_a_stream_pays_a_walk_once_a_page_on_each_core():
 
 def test_no_tlb_figures_no_tlb_analysis():
     spec = load_spec(KERNELS / "vadd.toml")
+    broken = with_tlb(POCL)
+    broken.data["tlb"]["miss_s"] = {"value": None, "unit": "s", "interval": None, "method": "test", "status": "failed",
+                                    "reason": "a time per access at or below zero"}
+    assert view(broken).tlb_curve == [] and view(with_tlb(POCL)).tlb_curve  # a failed curve is never used
     assert tlb_reach(POCL) is None and tlb_reach(with_tlb(H100)) is None  # a GPU's TLB is not modelled
     a = analyse(spec.instantiate(1 << 20), POCL, budget=BUDGET, count=WINDOWS)
     assert a.tlb_pages is None and a.tlb_misses == 0.0 and a.tlb_s_per_access == 0.0
