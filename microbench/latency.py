@@ -4,14 +4,14 @@ One work-item chases pointers through a random cyclic permutation of 64-byte lin
 (one 4-byte index per line) over working sets from 1 KiB up to 4x the last-level
 cache (as far as the device's largest allocation allows). Latency per access is
 (T(2s) - T(s)) / s for s and 2s steps, which cancels launch and loop set-up.
-Up to the last-level cache's size every chase covers the whole cycle, after one untimed
-pass over it, and the two lengths run in alternation: both start from the same warm
-cache, so the difference is steady-state accesses (a shorter chase from a random line
-found part of the cycle cold in the short runs only, which read as latencies below zero).
-The figure is the modelling one (fastest runs). On a shared host the last-level cache's
-share left to this device moves with the neighbours' load, so the sizes near it are
-measured in several passes spread in time and each keeps its fastest pass: the capacity
-the fastest kernel runs (the models' figure) see.
+Every chase covers its whole cycle at least once, after one untimed pass over it, and
+the two lengths run in alternation: both start from the same warm cache, so the
+difference is steady-state accesses (a shorter chase from a random line found part of the
+cycle cold in the short runs only, which read as latencies below zero). The figure is the
+modelling one (fastest runs). On a shared host the last-level cache's share left to this
+device moves with the neighbours' load, so the sizes near it are measured in several
+passes spread in time, their samples pooled: the capacity the fastest kernel runs (the
+models' figure) see.
 Cache levels are found from this curve by :mod:`gpuprofiler.calibrate.caches`.
 """
 
@@ -116,7 +116,6 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_by
     say(progress, f"latency: pointer chase over {len(ws)} working sets, 1 KiB .. {top >> 20} MiB")
     knee = [n for n in ws if llc // 4 <= n <= llc]
     samples: dict[int, tuple[list[float], list[float]]] = {}
-    passes: dict[int, int] = {}
     cycle_lines: dict[int, int] = {}
     for nbytes in ws + knee * (KNEE_PASSES - 1):
         buf, lines = workspace.cycle(nbytes, keep=nbytes == ws[-1])
@@ -125,7 +124,6 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_by
         pooled = samples.setdefault(nbytes, ([], []))
         pooled[0].extend(short)
         pooled[1].extend(long)
-        passes[nbytes] = passes.get(nbytes, 0) + 1
         cycle_lines[nbytes] = lines
     curve = []
     for nbytes in ws:
@@ -133,7 +131,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_by
         steps = chase_steps(lines, quick)
         lat, lo, hi = _latency(*samples[nbytes], steps, policy.confidence)
         curve.append({"bytes": int(lines * 64), "latency_s": lat, "interval": [lo, hi], "steps": steps,
-                      "passes": passes[nbytes]})
+                      "passes": KNEE_PASSES if nbytes in knee else 1})
     floor = 1.0 / clock_hz if clock_hz else 0.0
     good = [p for p in curve if p["latency_s"] > floor]
     result: dict[str, Any] = {
