@@ -86,12 +86,14 @@ class _Memory:
         return 2e-6 * max(n - 500.0, 0.0)
 
 
-def test_the_cache_miss_law_takes_the_page_walks_as_a_bound():
-    """Work-bound small sizes (T = 1e-6 n), then walks priced at the target: max(kW, P), not a sum."""
+def test_the_cache_miss_law_adds_the_page_walks_to_the_work():
+    """Work-bound small sizes (T = 1e-6 n), then walks priced at the target: k W + P (the walks lengthen loads that
+    hit the caches), memory still a bound of its own."""
     sizes = [50, 60, 70, 80, 90, 100]
     law = CacheMissLaw(lambda n: float(n), _Memory()).fit(sizes, [[1e-6 * n] * 5 for n in sizes])
     assert law.predict_value(150) == pytest.approx(1.5e-4, rel=1e-6)  # work 1.5e-4, no walks
-    assert law.predict_value(900) == pytest.approx(9e-4, rel=1e-6)    # work 9e-4 > walks 8e-4
-    assert law.predict_value(5000) == pytest.approx(9e-3, rel=1e-6)   # walks 9e-3 > work 5e-3
-    assert law._predict(5000)[2]["bound"] == "page walks"
+    assert law.predict_value(900) == pytest.approx(9e-4 + 8e-4, rel=1e-6)
+    assert law.predict_value(5000) == pytest.approx(5e-3 + 9e-3, rel=1e-6)
+    assert law._predict(5000)[2]["bound"] == "work and page walks"
+    assert law._predict(150)[2]["bound"] == "work"
 

@@ -5,14 +5,15 @@ import math
 
 import numpy as np
 import pytest
-from conftest import POCL_PROFILE
+from conftest import H100_PROFILE, POCL_PROFILE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.fractal.extrapolate import SumOfLaws, extrapolate
 from gpuprofiler.models.fractal.laws import WorkLaw, choose, rival_bounds
-from gpuprofiler.models.fractal.regimes import hardware_sizes, recommended_small, roofline, run_cost, work_function
+from gpuprofiler.models.fractal.regimes import (aligned_like, alignment_step, hardware_sizes, recommended_small,
+                                                roofline, run_cost, work_function)
 from gpuprofiler.profile.file import Profile, entry, load_profile
 from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.spec import load_spec
@@ -153,6 +154,32 @@ def test_size_multiple_is_checked_and_the_recommended_sizes_respect_it(tmp_path)
     assert sizes == sorted(set(sizes))
     raw, _ = hardware_sizes(1024, None, profile(), cost=cost)
     assert len(raw) == 8  # eight sizes by default
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 100_000), min_size=1, max_size=12), st.integers(2, 200_000),
+       st.sampled_from([2, 8, 16, 32, 48]))
+def test_aligned_sizes_share_the_targets_residue_where_the_move_is_small(sizes, target, step):
+    sizes = sorted(set(s for s in sizes if s < target)) or [1]
+    if sizes[0] >= target:
+        return
+    out = aligned_like(sizes, target, step)
+    assert out == sorted(set(out)) and all(0 < v < target for v in out) and min(out) >= min(sizes)
+    for v in out:  # each output is an input moved at most an eighth onto the target's residue, or an input kept
+        assert any(abs(v - s) * 8 <= s and v % step == target % step for s in sizes) or v in sizes
+
+
+def test_sizes_are_laid_out_like_the_target(tmp_path):
+    """A line holds 16 float32 on a CPU (64 B) and 8 in a GPU's 32 B sector; the chosen sizes keep n mod 16 of the
+    target (gesummv's n = 3000: 8 more than a multiple of 16) and a spec's size_multiple."""
+    mm = spec(tmp_path, 'target = [3000]')
+    assert alignment_step(mm, POCL) == 16 and alignment_step(mm, load_profile(H100_PROFILE)) == 8
+    assert alignment_step(mm, None) == 1
+    tiled = spec(tmp_path, 'size_multiple = 32\nsmall = [96, 128]\ntarget = [1024]')
+    assert alignment_step(tiled, POCL) == 32
+    prof = Profile({**profile().data, "device": {"compute_units": 2, "type": "CPU"}})
+    sizes, _, _ = recommended_small(mm, mm.target, prof)
+    assert len(sizes) >= 6 and all(s % 16 == 8 for s in sizes if s >= 128)
 
 
 def test_without_a_profile_the_spec_sizes_are_recommended(tmp_path):
