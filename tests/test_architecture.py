@@ -24,6 +24,7 @@ LAYERS = (
     ("gpuprofiler.models",),
     ("gpuprofiler.validate",),
     ("gpuprofiler.report",),
+    ("gpuprofiler.testing",),
     ("gpuprofiler.cli", "gpuprofiler.__main__"),
 )
 # source folders of the installed package (pyproject's package-dir)

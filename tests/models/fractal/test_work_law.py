@@ -12,8 +12,15 @@ from hypothesis import strategies as st
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.fractal.extrapolate import SumOfLaws, extrapolate
 from gpuprofiler.models.fractal.laws import WorkLaw, choose, rival_bounds
-from gpuprofiler.models.fractal.regimes import (aligned_like, alignment_step, hardware_sizes, recommended_small,
-                                                roofline, run_cost, work_function)
+from gpuprofiler.models.fractal.regimes import (
+    aligned_like,
+    alignment_step,
+    hardware_sizes,
+    recommended_small,
+    roofline,
+    run_cost,
+    work_function,
+)
 from gpuprofiler.profile.file import Profile, entry, load_profile
 from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.spec import load_spec

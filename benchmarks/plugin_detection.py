@@ -1,0 +1,104 @@
+"""Benchmark (not a test): how often the pytest plugin flags a kernel that became 25% slower, and how often one
+that did not change, on a real device (default: PoCL).
+
+Each of ``--pairs`` paired runs is three pytest sessions in a fresh folder, as a user would run them: save the
+baseline of a streaming kernel (y = x, 8 bytes per element), then compare against it the same kernel and a
+variant that also reads z[i/2] (10 bytes per element: 25% more memory traffic), in alternating order, with
+``--gpu-compare-fail`` (10%). Prints each pair's changes and verdicts, then both counts; exit status 1 if the
+slower kernel is flagged in fewer than 19 of 20 pairs or the unchanged one in more than 1 of 20 (scaled to
+``--pairs``).
+
+    python benchmarks/plugin_detection.py [--pairs 20] [--device opencl:0:0] [--fail 10%] [--budget 1.0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TEST_FILE = '''
+import os
+
+import numpy as np
+
+SOURCE = """
+__kernel void stream(__global const float *x, __global const float *z, __global float *y)
+{
+    int i = get_global_id(0);
+#ifdef EXTRA
+    y[i] = x[i] + z[i >> 1];
+#else
+    y[i] = x[i];
+#endif
+}
+"""
+N = 1 << 23  # 32 MiB per array: past this VM's last-level cache, so the traffic goes to memory
+
+
+def test_stream(gpu_device, gpu_measure):
+    backend = gpu_device.backend
+    extra = os.environ.get("STREAM_EXTRA") == "1"
+    kernel = backend.compile(SOURCE, "stream", {"EXTRA": 1} if extra else None)
+    x, _ = backend.to_device(np.random.default_rng(0).random(N, dtype=np.float32))
+    z, _ = backend.to_device(np.random.default_rng(1).random(N // 2, dtype=np.float32))
+    y = backend.alloc(4 * N)
+    gpu_measure(lambda b: b.launch(kernel, (N,), (256,), [x, z, y]), name="stream", size=N)
+'''
+
+
+def session(folder: Path, device: str, budget: str, extra: bool, *args: str) -> dict:
+    """One pytest session in ``folder``; returns its --gpu-json report."""
+    report = folder / "report.json"
+    report.unlink(missing_ok=True)
+    env = {**os.environ, "STREAM_EXTRA": "1" if extra else "0"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--gpu-device={device}",
+                           f"--gpu-budget={budget}", f"--gpu-json={report}", *args], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=600)
+    if not report.exists():
+        raise SystemExit(f"pytest wrote no report (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return json.loads(report.read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=20)
+    ap.add_argument("--device", default="opencl:0:0")
+    ap.add_argument("--fail", default="10%")
+    ap.add_argument("--budget", default="1.0")
+    args = ap.parse_args(argv)
+    flagged_slow = flagged_same = 0
+    print(f"{'pair':>4}  {'order':14}  {'unchanged':>10} {'verdict':10}  {'+25% traffic':>12} {'verdict':10}")
+    start = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "test_stream.py").write_text(TEST_FILE)
+        for i in range(args.pairs):
+            session(folder, args.device, args.budget, False, "--gpu-save=base")
+            order = [False, True] if i % 2 == 0 else [True, False]
+            got = {}
+            for extra in order:
+                rep = session(folder, args.device, args.budget, extra, "--gpu-compare=base",
+                              f"--gpu-compare-fail={args.fail}")
+                (res,) = rep["results"]
+                got[extra] = res
+            same, slow = got[False], got[True]
+            flagged_same += same["comparison"] == "regressed"
+            flagged_slow += slow["comparison"] == "regressed"
+            print(f"{i + 1:>4}  {'same, slower' if not order[0] else 'slower, same':14}  {same['change']:>+10.1%} "
+                  f"{same['comparison']:10}  {slow['change']:>+12.1%} {slow['comparison']:10}", flush=True)
+    n = args.pairs
+    print(f"\nkernel with 25% more memory traffic flagged in {flagged_slow} of {n} paired runs; unchanged kernel "
+          f"flagged in {flagged_same} of {n} (--gpu-compare-fail={args.fail}, --gpu-budget={args.budget} s; "
+          f"{time.time() - start:.0f} s)")
+    ok = flagged_slow >= n - n // 20 and flagged_same <= max(1, n // 20)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Saved baselines: files a team can commit, one per name, each entry a kernel at a size on a device.
+
+An entry is keyed by device (its slug: vendor, driver and model), kernel, size and package version, and holds
+the raw device times beside the figure, so that a later run can test against the samples, not a single number.
+``--gpu-save NAME`` merges the run's entries into ``DIR/NAME.json`` (other keys in the file are kept).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuprofiler import __version__
+from gpuprofiler.errors import UserError
+from gpuprofiler.textfile import read_text
+
+FORMAT = 1
+MAX_BYTES = 256 << 20
+
+
+def key(device_slug: str, kernel: str, size: int | None, version: str = __version__) -> str:
+    return f"{device_slug}|{kernel}|{'-' if size is None else int(size)}|{version}"
+
+
+def path_for(directory: Path, name: str) -> Path:
+    if not name or any(c in name for c in "/\\") or name.startswith("."):
+        raise UserError(f"a baseline name is a plain file name without slashes, got {name!r}")
+    return Path(directory) / f"{name}.json"
+
+
+def load(path: Path) -> dict[str, dict[str, Any]]:
+    """The entries of a baseline file (an absent file has none); a file that is not one is a UserError."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    text = read_text(path, "baseline file", MAX_BYTES)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not a gpuprofiler baseline (JSON error at line {exc.lineno}: {exc.msg})") from None
+    if not (isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("entries"), dict)):
+        raise UserError(f"{path}: not a gpuprofiler baseline of format {FORMAT} (save one with --gpu-save NAME)")
+    entries = data["entries"]
+    for k, e in entries.items():
+        samples = e.get("samples_s") if isinstance(e, dict) else None
+        if not (isinstance(samples, list) and all(isinstance(x, (int, float)) for x in samples)):
+            raise UserError(f"{path}: baseline entry {k!r} has no list of device times (samples_s)")
+    return entries
+
+
+def save(path: Path, entries: dict[str, dict[str, Any]]) -> int:
+    """Merge ``entries`` into the file at ``path`` (written whole to a temporary file, then renamed over it);
+    returns how many entries the file holds."""
+    path = Path(path)
+    merged = {**load(path), **entries}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".json.tmp{os.getpid()}")
+    tmp.write_text(json.dumps({"format": FORMAT, "entries": dict(sorted(merged.items()))}, indent=1) + "\n")
+    tmp.replace(path)
+    return len(merged)
+
+
+def entry(device: Any, kernel: str, size: int | None, samples: list[float], figure: float, statistic: str,
+          test: str) -> dict[str, Any]:
+    """One baseline entry, with its provenance."""
+    return {"device_id": device.id, "device_name": device.name, "device_slug": device.slug, "kernel": kernel,
+            "size": size, "version": __version__, "statistic": statistic, "figure_s": figure,
+            "samples_s": [float(x) for x in samples], "test": test, "host": platform.node(),
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+@dataclass
+class Found:
+    """The baseline entry for a measurement, or None with the reason (shown when the comparison is skipped)."""
+
+    entry: dict[str, Any] | None
+    note: str = ""
+
+
+def find(entries: dict[str, dict[str, Any]], device_slug: str, kernel: str, size: int | None,
+         source: str) -> Found:
+    """The entry of this kernel and size on this device: this package version's, else another version's (said so);
+    none saved on this device, but on others, is said too: a baseline of another device is never compared."""
+    exact = entries.get(key(device_slug, kernel, size))
+    if exact is not None:
+        return Found(exact)
+    same = [e for e in entries.values() if e.get("kernel") == kernel and e.get("size") == size]
+    here = [e for e in same if e.get("device_slug") == device_slug]
+    if here:
+        e = max(here, key=lambda e: str(e.get("date", "")))
+        return Found(e, f"baseline saved with gpuprofiler {e.get('version')}, this is {__version__}")
+    if same:
+        others = sorted({str(e.get("device_name") or e.get("device_slug")) for e in same})
+        return Found(None, f"{source} has {kernel} at size {size} only for another device ({', '.join(others)}); "
+                           f"save one on this device with --gpu-save")
+    return Found(None, f"{source} has no entry for {kernel} at size {size}: save one with --gpu-save")
+
+
+def latest(directory: Path) -> Path | None:
+    """The most recently written baseline file in ``directory`` (for ``--gpu-compare`` without a name)."""
+    files = sorted(Path(directory).glob("*.json"), key=lambda p: p.stat().st_mtime) if Path(directory).is_dir() else []
+    return files[-1] if files else None

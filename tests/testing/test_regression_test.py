@@ -1,0 +1,86 @@
+"""The plugin's regression test and its baseline files: exact and property-based checks, no device."""
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuprofiler import __version__
+from gpuprofiler.errors import UserError
+from gpuprofiler.testing import baseline as bl
+from gpuprofiler.testing.decide import compare
+from gpuprofiler.testing.options import parse_fraction
+
+times = st.lists(st.floats(1e-6, 1.0), min_size=5, max_size=60)
+
+
+@settings(max_examples=60, deadline=None)
+@given(times, st.floats(0.05, 0.5))
+def test_the_same_samples_are_never_a_regression(samples, threshold):
+    c = compare(samples, samples, threshold)
+    assert c.ratio == pytest.approx(1.0) and c.low <= 1.0 + 1e-12 <= c.high + 2e-12
+    assert c.verdict != "regressed"
+
+
+@settings(max_examples=60, deadline=None)
+@given(times, st.floats(1e-3, 1e3))
+def test_the_verdict_does_not_depend_on_the_unit(samples, scale):
+    a, b = np.array(samples), np.array(samples[::-1]) * 1.3
+    one, other = compare(a, b, 0.1), compare(a * scale, b * scale, 0.1)
+    assert one.verdict == other.verdict and one.ratio == pytest.approx(other.ratio, rel=1e-9)
+
+
+def test_a_clear_slowdown_past_the_threshold_regresses_and_one_within_it_does_not():
+    rng = np.random.default_rng(1)
+    base = 1e-3 * (1 + 0.02 * rng.standard_normal(200)) + 1e-3 * (rng.random(200) < 0.3)  # two modes
+    slow = 1.25 * (1e-3 * (1 + 0.02 * rng.standard_normal(200)) + 1e-3 * (rng.random(200) < 0.5))
+    same = 1e-3 * (1 + 0.02 * rng.standard_normal(200)) + 1e-3 * (rng.random(200) < 0.6)  # more slowed runs
+    assert compare(base, slow, 0.10).verdict == "regressed"
+    assert compare(base, same, 0.10).verdict in ("unchanged", "slower", "faster")  # the fast mode did not move
+    assert compare(base, slow, 0.40).verdict == "slower"  # significantly slower, but within the threshold
+    assert compare(base, base / 1.25, 0.10).verdict == "faster"
+    assert compare(base, slow, None).verdict == "slower"  # no threshold: reported, never failed
+    assert compare(base[:3], slow, 0.1).verdict == "too few samples"
+    with pytest.raises(ValueError):
+        compare(base, slow, -0.1)
+
+
+def test_fractions_parse_from_percentages():
+    assert parse_fraction("10%") == pytest.approx(0.10) and parse_fraction("0.25") == 0.25
+    for bad in ("ten", "-5%", "nan", ""):
+        with pytest.raises(ValueError):
+            parse_fraction(bad)
+
+
+DEVICE = SimpleNamespace(id="opencl:0:0", name="PoCL CPU", slug="pocl-cpu")
+
+
+def test_baselines_merge_and_are_found_by_device_kernel_and_size(tmp_path):
+    path = bl.path_for(tmp_path, "main")
+    e1 = bl.entry(DEVICE, "vadd", 4096, [1e-5, 2e-5, 1.1e-5, 1e-5, 1.2e-5], 1e-5, "p10", "t::a")
+    assert bl.save(path, {bl.key("pocl-cpu", "vadd", 4096): e1}) == 1
+    e2 = bl.entry(DEVICE, "spin", None, [1e-3] * 5, 1e-3, "p10", "t::b")
+    assert bl.save(path, {bl.key("pocl-cpu", "spin", None): e2}) == 2  # merged, the first kept
+    entries = bl.load(path)
+    assert bl.find(entries, "pocl-cpu", "vadd", 4096, "main").entry["samples_s"] == e1["samples_s"]
+    assert bl.find(entries, "pocl-cpu", "spin", None, "main").entry["test"] == "t::b"
+    other = bl.find(entries, "h100", "vadd", 4096, "main")
+    assert other.entry is None and "only for another device (PoCL CPU)" in other.note
+    assert bl.find(entries, "pocl-cpu", "vadd", 8192, "main").entry is None
+    old = {k.replace(__version__, "0.0.1"): {**v, "version": "0.0.1"} for k, v in entries.items()}
+    found = bl.find(old, "pocl-cpu", "vadd", 4096, "main")
+    assert found.entry is not None and "saved with gpuprofiler 0.0.1" in found.note
+    assert bl.latest(tmp_path) == path
+
+
+def test_a_file_that_is_not_a_baseline_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    for text in ("{not json", json.dumps({"format": 1, "entries": {"k": {"samples_s": "x"}}}), json.dumps([1])):
+        bad.write_text(text)
+        with pytest.raises(UserError, match="baseline"):
+            bl.load(bad)
+    with pytest.raises(UserError, match="plain file name"):
+        bl.path_for(tmp_path, "../escape")
