@@ -37,6 +37,7 @@ class Options:
     directory: Path = DEFAULT_DIR
     json: Path | None = None
     plot: Path | None = None
+    isolate: bool = False  # specs and apps timed in the device's worker process (a crash fails the test, not pytest)
 
 
 def device_list(raw: str | None) -> list[str]:
@@ -59,4 +60,4 @@ def parse(get, environ_device: str | None, root: Path) -> Options:
     return Options(devices=device_list(get("--gpu-device") or environ_device), profile=get("--gpu-profile"),
                    budget_s=budget, save=get("--gpu-save"), compare=get("--gpu-compare"), compare_fail=fail,
                    alpha=alpha, directory=directory, json=Path(get("--gpu-json")) if get("--gpu-json") else None,
-                   plot=Path(get("--gpu-plot")) if get("--gpu-plot") else None)
+                   plot=Path(get("--gpu-plot")) if get("--gpu-plot") else None, isolate=bool(get("--gpu-isolate")))

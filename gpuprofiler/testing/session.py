@@ -299,7 +299,8 @@ class GpuSession:
         try:
             if isinstance(item, KernelSpec):
                 check_sizes(item, sizes, overrides, reaches)
-            return isolated.measure(device.backend, item, sizes, policy, check=check, overrides=overrides or None)
+            return isolated.measure(device.backend, item, sizes, policy, check=check, overrides=overrides or None,
+                                    isolate=self.options.isolate)
         except GpuProfilerError as exc:
             raise Failed(f"{item.name}: {exc}") from None
 

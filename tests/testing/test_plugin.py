@@ -98,7 +98,7 @@ def test_over_budget(gpu_measure):
 def test_held_to_its_prediction(gpu_measure):
     gpu_measure("vadd", 1 << 25)  # above the spec's small sizes, which the fractal fit measures
 ''')
-    result = run(pytester, device)
+    result = run(pytester, device, "--gpu-isolate")  # specs timed in the device's worker process
     result.assert_outcomes(passed=1, failed=2)
     out = result.stdout.str()
     assert "exceeds the budget max_s" in out
