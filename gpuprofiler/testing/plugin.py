@@ -49,8 +49,7 @@ def pytest_addoption(parser) -> None:
                     help="where baselines are saved (default .gpuprofiler/baselines under the rootdir)")
     group.addoption("--gpu-isolate", action="store_true", default=False,
                     help="time specs and apps in a worker process per device, so that a crashing driver fails the "
-                         "test and not the pytest run (the figures of a fresh worker process moved 25%% between runs "
-                         "on this VM's PoCL, in-process ones 4%%)")
+                         "test and not the pytest run (default: in this process)")
     group.addoption("--gpu-json", default=None, metavar="FILE", help="write every measurement and verdict as JSON")
     group.addoption("--gpu-plot", default=None, metavar="DIR",
                     help="write a histogram of each measurement's samples (against the baseline's) to DIR")
