@@ -156,20 +156,22 @@ class _Recorder:
 
 
 def _device_seconds(value, events) -> float:
-    """What a user's callable returned (seconds, an event, a list of events) or, for None, its launches' events."""
+    """What a user's callable returned (seconds, an event, a list of either) or, for None, its launches' events."""
     if value is None:
         if not events:
             raise Failed("the callable launched nothing through the backend it was given (gpu_measure passes it a "
                          "backend: call backend.launch(...), or return the device seconds or the events)")
-        value = events
-    if isinstance(value, (list, tuple)):
-        return float(sum(_device_seconds(v, [None]) for v in value))
-    if hasattr(value, "seconds"):
-        return float(value.seconds())
-    if isinstance(value, (int, float)) and math.isfinite(value) and value > 0:
-        return float(value)
-    raise Failed(f"the callable returned {value!r}: return None (its launches are timed), device seconds (> 0), "
-                 "an event or a list of events")
+        value = list(events)
+    total = 0.0
+    for v in value if isinstance(value, (list, tuple)) else [value]:
+        if hasattr(v, "seconds"):
+            total += float(v.seconds())
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0:
+            total += float(v)
+        else:
+            raise Failed(f"the callable returned {value!r}: return None (its launches are timed), device seconds "
+                         "(> 0), an event or a list of them")
+    return total
 
 
 class GpuSession:

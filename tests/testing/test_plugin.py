@@ -94,13 +94,18 @@ def test_fast_enough(gpu_measure):
 def test_over_budget(gpu_measure):
     gpu_measure("vadd", 1 << 16)
 
+def test_an_app(gpu_measure):
+    r = gpu_measure("cg", 1 << 14)  # a builtin app: its phases summed run by run
+    assert r.kernel == "cg" and r.figure_s > 0 and len(r.samples_s) >= 5
+
 @pytest.mark.gpu_perf(predicted_within=1e-6, model="fractal")
 def test_held_to_its_prediction(gpu_measure):
     gpu_measure("vadd", 1 << 25)  # above the spec's small sizes, which the fractal fit measures
 ''')
-    result = run(pytester, device, "--gpu-isolate")  # specs timed in the device's worker process
-    result.assert_outcomes(passed=1, failed=2)
+    result = run(pytester, device, "--gpu-isolate", f"--gpu-plot={pytester.path}/plots")  # in the worker process
+    result.assert_outcomes(passed=2, failed=2)
     out = result.stdout.str()
+    assert len(list((pytester.path / "plots").glob("*.png"))) == 4  # a histogram per measurement
     assert "exceeds the budget max_s" in out
     assert "fractal predicted" in out and "outside predicted_within" in out
     assert "Traceback" not in out

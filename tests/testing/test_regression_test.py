@@ -84,3 +84,16 @@ def test_a_file_that_is_not_a_baseline_is_a_clear_error(tmp_path):
             bl.load(bad)
     with pytest.raises(UserError, match="plain file name"):
         bl.path_for(tmp_path, "../escape")
+
+
+def test_a_callables_device_time_is_what_it_returns_or_its_launches_events():
+    from gpuprofiler.testing.session import Failed, _device_seconds
+
+    event = SimpleNamespace(seconds=lambda: 1e-3)
+    assert _device_seconds(None, [event, event]) == pytest.approx(2e-3)  # its launches, summed
+    assert _device_seconds([event, 2e-3], []) == pytest.approx(3e-3) and _device_seconds(5e-4, []) == 5e-4
+    for bad in ([None], "x", -1.0, True, float("nan")):
+        with pytest.raises(Failed, match="the callable returned"):
+            _device_seconds(bad, [event])
+    with pytest.raises(Failed, match="launched nothing"):
+        _device_seconds(None, [])
