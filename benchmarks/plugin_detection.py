@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp)
         (folder / "test_stream.py").write_text(TEST_FILE)
         for i in range(args.pairs):
+            # a fresh one-session baseline per pair (saving again would keep earlier sessions as its history)
+            (folder / ".gpuprofiler" / "baselines" / "base.json").unlink(missing_ok=True)
             session(folder, args.device, args.budget, False, "--gpu-save=base")
             order = [False, True] if i % 2 == 0 else [True, False]
             got = {}

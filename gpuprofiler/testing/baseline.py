@@ -2,7 +2,8 @@
 
 An entry is keyed by device (its slug: vendor, driver and model), kernel, size and package version, and holds
 the raw device times beside the figure, so that a later run can test against the samples, not a single number.
-``--gpu-save NAME`` merges the run's entries into ``DIR/NAME.json`` (other keys in the file are kept).
+``--gpu-save NAME`` merges the run's entries into ``DIR/NAME.json`` (other keys in the file are kept; a key saved
+again keeps its last sessions, which tell the regression test how far the kernel moves between sessions).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from gpuprofiler.textfile import read_text
 
 FORMAT = 1
 MAX_BYTES = 256 << 20
+SESSIONS = 5  # sessions kept per entry
 
 
 def key(device_slug: str, kernel: str, size: int | None, version: str = __version__) -> str:
@@ -47,17 +49,34 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
         raise UserError(f"{path}: not a gpuprofiler baseline of format {FORMAT} (save one with --gpu-save NAME)")
     entries = data["entries"]
     for k, e in entries.items():
-        samples = e.get("samples_s") if isinstance(e, dict) else None
-        if not (isinstance(samples, list) and all(isinstance(x, (int, float)) for x in samples)):
-            raise UserError(f"{path}: baseline entry {k!r} has no list of device times (samples_s)")
+        history = e.get("history", []) if isinstance(e, dict) else None
+        for one in [e, *(history if isinstance(history, list) else [None])]:
+            samples = one.get("samples_s") if isinstance(one, dict) else None
+            if not (isinstance(samples, list) and all(isinstance(x, (int, float)) for x in samples)):
+                raise UserError(f"{path}: baseline entry {k!r} has a session without a list of device times "
+                                "(samples_s)")
     return entries
+
+
+def _session(e: dict[str, Any]) -> dict[str, Any]:
+    return {k: e.get(k) for k in ("figure_s", "samples_s", "date", "host", "test", "version")}
+
+
+def sessions(e: dict[str, Any]) -> list[list[float]]:
+    """The raw times of every session an entry holds, oldest first (its ``history`` and itself)."""
+    return [h["samples_s"] for h in e.get("history", []) or []] + [e["samples_s"]]
 
 
 def save(path: Path, entries: dict[str, dict[str, Any]]) -> int:
     """Merge ``entries`` into the file at ``path`` (written whole to a temporary file, then renamed over it);
-    returns how many entries the file holds."""
+    returns how many entries the file holds. A key saved before keeps its earlier sessions in ``history`` (the
+    last ``SESSIONS`` in all): what moves the kernel between sessions, which the regression test then allows."""
     path = Path(path)
-    merged = {**load(path), **entries}
+    old = load(path)
+    for k, e in entries.items():
+        if k in old:
+            e["history"] = ([*(old[k].get("history") or []), _session(old[k])])[-(SESSIONS - 1):]
+    merged = {**old, **entries}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".json.tmp{os.getpid()}")
     tmp.write_text(json.dumps({"format": FORMAT, "entries": dict(sorted(merged.items()))}, indent=1) + "\n")

@@ -50,24 +50,41 @@ def _figures(samples: np.ndarray, picks: np.ndarray) -> np.ndarray:
     return np.quantile(samples[picks], MODEL_QUANTILE, axis=1)
 
 
+def _clean(samples) -> np.ndarray:
+    x = np.asarray(samples, dtype=float)
+    return x[np.isfinite(x) & (x > 0)]
+
+
 def compare(baseline, current, threshold: float | None = None, alpha: float = ALPHA,
-            resamples: int = RESAMPLES, seed: int = SEED) -> Comparison:
+            resamples: int = RESAMPLES, seed: int = SEED, sessions=None) -> Comparison:
     """The bootstrap test of ``current`` against ``baseline`` (raw device times of each). ``threshold`` (0.10: 10%)
-    is the slowdown a regression must exceed with confidence 1 - ``alpha``; None reports without failing."""
-    base = np.asarray(baseline, dtype=float)
-    cur = np.asarray(current, dtype=float)
+    is the slowdown a regression must exceed with confidence 1 - ``alpha``; None reports without failing.
+
+    ``sessions`` (the raw times of each of several baseline sessions, ``baseline`` ignored then) adds what moves
+    a kernel between sessions: each resample takes one session's samples for the baseline, times the ratio of two
+    sessions' figures for the current session's own unknown offset, so the ratio's spread holds the between-session
+    variance twice (the baseline's and the current's), as the difference of two sessions does."""
+    runs = [r for r in (_clean(x) for x in (sessions if sessions else [baseline])) if len(r) >= MIN_SAMPLES]
+    cur = _clean(current)
     if threshold is not None and not (threshold >= 0 and np.isfinite(threshold)):
         raise ValueError(f"a slowdown threshold must be a non-negative fraction, got {threshold!r}")
     if not 0 < alpha < 0.5:
         raise ValueError(f"alpha must lie between 0 and 0.5, got {alpha!r}")
-    base, cur = base[np.isfinite(base) & (base > 0)], cur[np.isfinite(cur) & (cur > 0)]
-    if min(len(base), len(cur)) < MIN_SAMPLES:
+    if not runs or len(cur) < MIN_SAMPLES:
         nan = float("nan")
         return Comparison(nan, nan, nan, threshold, alpha, "too few samples")
-    ratio = float(np.quantile(cur, MODEL_QUANTILE) / np.quantile(base, MODEL_QUANTILE))
+    figures = np.array([np.quantile(r, MODEL_QUANTILE) for r in runs])
+    ratio = float(np.quantile(cur, MODEL_QUANTILE) / np.median(figures))
     rng = np.random.default_rng(seed)
-    ratios = (_figures(cur, rng.integers(0, len(cur), (resamples, len(cur))))
-              / _figures(base, rng.integers(0, len(base), (resamples, len(base)))))
+    cur_figs = _figures(cur, rng.integers(0, len(cur), (resamples, len(cur))))
+    pick = rng.integers(0, len(runs), resamples)
+    base_figs = np.empty(resamples)
+    for j, run in enumerate(runs):
+        at = np.flatnonzero(pick == j)
+        if len(at):
+            base_figs[at] = _figures(run, rng.integers(0, len(run), (len(at), len(run))))
+    offset = figures[rng.integers(0, len(runs), resamples)] / figures[rng.integers(0, len(runs), resamples)]
+    ratios = cur_figs / base_figs * offset
     low, high = (float(v) for v in np.quantile(ratios, [alpha, 1.0 - alpha]))
     if threshold is not None and low > 1.0 + threshold:
         verdict = "regressed"

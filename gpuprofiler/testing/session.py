@@ -395,8 +395,13 @@ class GpuSession:
         if found.entry is None:
             raise Skip(found.note)
         threshold = self.options.compare_fail if max_slowdown is None else _fraction(max_slowdown, "max_slowdown")
-        cmp = compare(found.entry["samples_s"], result.samples_s, threshold, self.options.alpha)
-        result.baseline_s, result.comparison = float(found.entry["figure_s"]), cmp
+        runs = bl.sessions(found.entry)
+        cmp = compare(found.entry["samples_s"], result.samples_s, threshold, self.options.alpha,
+                      sessions=runs if len(runs) > 1 else None)
+        figures = [float(h.get("figure_s") or 0.0) for h in found.entry.get("history", []) or []]
+        result.baseline_s, result.comparison = float(np.median([*figures, found.entry["figure_s"]])), cmp
+        if len(runs) > 1:
+            result.notes.append(f"baseline of {len(runs)} sessions (figure: their median)")
         if cmp.verdict == "regressed":
             result.failures.append(f"{result.kernel} size {result.size}: {result.statistic} "
                                    f"{result.figure_s * 1e3:.4g} ms, baseline {result.baseline_s * 1e3:.4g} ms: "

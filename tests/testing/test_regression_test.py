@@ -97,3 +97,31 @@ def test_a_callables_device_time_is_what_it_returns_or_its_launches_events():
             _device_seconds(bad, [event])
     with pytest.raises(Failed, match="launched nothing"):
         _device_seconds(None, [])
+
+
+def test_several_baseline_sessions_teach_the_test_how_far_a_kernel_moves_between_sessions():
+    """vadd at 2^24 on this VM's PoCL took 4.5 to 5.7 ms in seven sessions: against one fast session a later
+    unchanged run looks 12% slower and regresses; against five sessions it does not, and a 1.6x slowdown still
+    does."""
+    rng = np.random.default_rng(3)
+
+    def session(figure):
+        return figure * (1 + 0.01 * np.abs(rng.standard_normal(150)))
+
+    history = [session(f) for f in (4.5e-3, 5.4e-3, 4.6e-3, 5.1e-3, 5.7e-3)]
+    current = session(5.05e-3 * 1.0)
+    assert compare(history[0], current, 0.10).verdict == "regressed"
+    several = compare(None, current, 0.10, sessions=history)
+    assert several.verdict != "regressed" and several.ratio == pytest.approx(5.05 / 5.1, rel=0.02)
+    assert compare(None, session(8.2e-3), 0.10, sessions=history).verdict == "regressed"
+    assert compare(None, current, 0.10, sessions=history[:1]).verdict == compare(history[0], current, 0.10).verdict
+
+
+def test_a_key_saved_again_keeps_its_last_sessions(tmp_path):
+    path = bl.path_for(tmp_path, "main")
+    k = bl.key("pocl-cpu", "vadd", 4096)
+    for i in range(7):
+        bl.save(path, {k: bl.entry(DEVICE, "vadd", 4096, [1e-3 * (1 + i)] * 5, 1e-3 * (1 + i), "p10", "t")})
+    e = bl.load(path)[k]
+    assert len(e["history"]) == bl.SESSIONS - 1 and e["figure_s"] == pytest.approx(7e-3)
+    assert [s[0] for s in bl.sessions(e)] == pytest.approx([3e-3, 4e-3, 5e-3, 6e-3, 7e-3])  # oldest first
