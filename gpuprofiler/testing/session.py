@@ -184,7 +184,6 @@ class GpuSession:
         self._profiles: dict[str, Any] = {}
         self._baselines: dict[str, dict[str, Any]] | None = None
         self.baseline_source = ""
-        self.saved = 0
         self.notes_at_end: list[str] = []
 
     # ---- devices and profiles ----------------------------------------------------------------------------------
@@ -466,7 +465,7 @@ class GpuSession:
             entries[bl.key(dev.slug, r.kernel, r.size)] = bl.entry(dev, r.kernel, r.size, r.samples_s, r.figure_s,
                                                                    r.statistic, r.test)
         path = bl.path_for(self.options.directory, self.options.save)
-        self.saved = bl.save(path, entries)
+        bl.save(path, entries)
         return path, len(entries)
 
     def report(self) -> dict[str, Any]:
@@ -481,20 +480,18 @@ class GpuSession:
         Path(path).write_text(json.dumps(json_ready(self.report()), indent=1) + "\n")
 
     def plot(self, folder: Path) -> list[Path]:
-        """One histogram per result: its samples (and the baseline's, where compared), the figures marked."""
-        import matplotlib
+        """One histogram per result: its samples (and the baseline's on its device, where compared), the figures
+        marked."""
+        from gpuprofiler.report.plots import pyplot, save_figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
+        plt = pyplot()
         out = []
         entries = self._baselines or {}
         for i, r in enumerate(self.results):
             fig, ax = plt.subplots(figsize=(6, 3.2))
             bins = np.geomspace(min(r.samples_s), max(r.samples_s) * 1.0001, 40)
-            base = next((e for e in entries.values() if e.get("kernel") == r.kernel and e.get("size") == r.size), None)
+            base = next((e for e in entries.values() if e.get("kernel") == r.kernel and e.get("size") == r.size
+                         and e.get("device_id") == r.device_id), None)
             if base is not None:
                 b = np.asarray(base["samples_s"], dtype=float)
                 bins = np.geomspace(min(b.min(), bins[0]), max(b.max(), bins[-1]) * 1.0001, 40)
@@ -507,9 +504,5 @@ class GpuSession:
             ax.set_title(f"{r.kernel} size {r.size} on {r.device_name}: {r.verdict}", fontsize=9)
             ax.legend(fontsize=7)
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{i:03d}_{r.kernel}_{r.size}")
-            path = folder / f"{safe}.png"
-            fig.tight_layout()
-            fig.savefig(path, dpi=110)
-            plt.close(fig)
-            out.append(path)
+            out.append(save_figure(fig, Path(folder) / f"{safe}.png"))
         return out
