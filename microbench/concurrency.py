@@ -12,6 +12,12 @@ the chain is also made short to long (8 .. 4096 dependent operations per work-it
 full of work-items): ``overlap_curve`` holds, per chain length, how many work-items' chains a core
 keeps in progress at once (the time per operation of the longest chains over this one's). The
 max-plus model divides a work-item's critical path by it, at the work-item's operation count.
+
+That chain runs in a loop, and a CPU's OpenCL compiler runs such a kernel one work-item at a time (its loop over
+the work-items is the outer one). A kernel without loops, whose work-items touch consecutive addresses, it
+vectorises across work-items instead: ``loopfree_curve`` times the same chains written out straight (2 .. 64
+dependent operations, groups of 256) against the same one-chain-at-a-time reference. On a Zen 4 VM's PoCL they ran
+4-17 work-items at once where the looped chains ran 1-6.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.measure.engine import time_launch
+from gpuprofiler.measure.engine import Engine, time_launch
 from gpuprofiler.measure.policy import bench
 from gpuprofiler.microbench.common import Progress, say
 from gpuprofiler.microbench.source import build
@@ -42,6 +48,8 @@ OVERLAP_ITERS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)  # x 8 operations: chain
 OVERLAP_GROUP = 64
 OVERLAP_WORK = 1 << 22  # operations per core and launch: about 1 ms of chain on a CPU core
 OVERLAP_PASSES = 2  # passes over the curve, each point keeping its fastest: a tenant can slow a whole point
+LOOPFREE_OPS = (2, 4, 8, 16, 32, 64)  # straight-line chains of the loop-free curve
+LOOPFREE_GROUP = 256
 
 
 def knee(counts: list[int], times: list[float], ratio: float = KNEE) -> int | None:
@@ -96,6 +104,8 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
     result["work_items"] = entry(best[0], "work-items", method)
     if is_cpu:
         result["overlap_curve"], result["overlap_method"] = overlap_curve(backend, kernel, quick, progress)
+        reference = _reference_op_s(result["overlap_curve"])
+        result["loopfree_curve"], result["loopfree_method"] = loopfree_curve(backend, reference, quick, progress)
     return result
 
 
@@ -118,11 +128,60 @@ def overlap_curve(backend: Any, kernel: Any, quick: bool, progress: Progress = N
     rows = [(8 * iters, n, secs, secs * cores / (n * 8 * iters)) for iters, n, secs in zip(OVERLAP_ITERS, counts,
                                                                                             fastest)]
     # the three longest chains (1024 operations and more) outlast any window: their median is one chain at a time
-    reference = float(np.median([row[3] for row in rows[-3:]]))
+    reference = _reference_op_s([{"op_s": row[3]} for row in rows])
     points = [{"ops": ops, "work_items": n, "seconds": secs, "op_s": per_op, "overlap": reference / per_op}
               for ops, n, secs, per_op in rows]
     method = (f"per chain length L (operations per work-item), the fastest event time T of n work-items in groups of "
               f"{OVERLAP_GROUP} over {cores} cores (of {OVERLAP_PASSES} passes), op_s = T * cores / (n * L): "
               f"overlap(L) = op_s of one chain at a time (the median of the three longest, {8 * OVERLAP_ITERS[-3]}+ "
               f"operations) / op_s(L)")
+    return points, method
+
+
+def _reference_op_s(points: list[dict]) -> float:
+    """Seconds per operation of one chain at a time: the median of the three longest looped chains' (1024
+    operations and more outlast any window)."""
+    return float(np.median([p["op_s"] for p in points[-3:]]))
+
+
+def loopfree_source(ops: int) -> str:
+    """A kernel whose work-items each run ``ops`` dependent FMAs written out straight, no loop."""
+    body = " ".join(["x = x * a + b;"] * ops)
+    return (f"KERNEL void chain{ops}(GLOBAL float *out, float a, float b, float never) {{\n"
+            f"    float x = (float)LID;\n    {body}\n    if (x == never) out[0] = x;\n}}\n")
+
+
+def loopfree_curve(backend: Any, reference_op_s: float, quick: bool,
+                   progress: Progress = None) -> tuple[list[dict], str]:
+    """Work-items whose straight-line chains of ``ops`` dependent FMAs a CPU core runs at once, vectorised across
+    work-items: the looped curve's one-chain-at-a-time time per operation over this chain's. The chain lengths in
+    alternation, one launch of each per round, each the fastest of its runs."""
+    cores = max(1, backend.info.compute_units)
+    say(progress, f"concurrency: straight-line chains of {LOOPFREE_OPS[0]} .. {LOOPFREE_OPS[-1]} operations per "
+                  f"work-item, no loop (vectorised across work-items)")
+    program = "\n".join(loopfree_source(ops) for ops in LOOPFREE_OPS)
+    engine = Engine(bench(quick, 0.3, 0.05).but(min_samples=3))
+    counts = [max(4 * cores, cores * OVERLAP_WORK // (ops * LOOPFREE_GROUP)) * LOOPFREE_GROUP for ops in LOOPFREE_OPS]
+    out = backend.alloc(4)
+
+    def run(ops: int, n: int):
+        kernel = build(backend, program, f"chain{ops}")
+
+        def once() -> float:
+            event = engine.launch_once(backend, kernel, (n,), (LOOPFREE_GROUP,),
+                                       [out, np.float32(0.999), np.float32(0.001), np.float32(-1)])
+            backend.finish()
+            return event.seconds()
+        return once
+
+    timings = engine.interleave([run(ops, n) for ops, n in zip(LOOPFREE_OPS, counts)])
+    points = []
+    for ops, n, timing in zip(LOOPFREE_OPS, counts, timings):
+        secs = timing.device.minimum
+        per_op = secs * cores / (n * ops)
+        points.append({"ops": ops, "work_items": n, "seconds": secs, "op_s": per_op,
+                       "overlap": reference_op_s / per_op})
+    method = (f"per chain length L, the fastest event time T of n work-items, each L dependent FMAs written out "
+              f"without a loop, in groups of {LOOPFREE_GROUP} over {cores} cores, the lengths in alternation: "
+              f"overlap(L) = the looped curve's op_s of one chain at a time / (T * cores / (n * L))")
     return points, method

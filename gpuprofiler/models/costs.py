@@ -16,14 +16,17 @@ the same in both:
   A launch repeated on the same buffers -- as a kernel is measured, and as a program's loop runs it -- finds
   them all in that cache when together they fit it, and moves nothing from DRAM; when they do not, an LRU
   cache keeps nothing of a cyclic stream, and every launch reads them from DRAM again (:func:`resident`).
-* The access width matters on a GPU, where each work-item's access is part of a memory request; a CPU's
-  OpenCL compiler vectorises work-items, so there a stream is a stream: the kind's best figure is used, except
-  for kinds that write, where only stores narrower than a 64-byte line count. Full-line (float16) stores move with
-  a state of the shared machine that lasts seconds to minutes: over 7 calibrations of the PoCL device here the
-  float16 copy, triad and write figures spread 1.45-1.64x (max over min; triad 36-52 GB/s), float8's 1.17-1.24x,
-  and one process saw the float16 triad fall from 54 to 40 GB/s between two blocks seconds apart while float8's
-  moved 1.09x. The builtin vadd and triad (one float per work-item) ran within 7% of float8's triad in all 7, the
-  builtin copy within 10% of float8's copy in 6 (20% below it in the seventh).
+* The access width matters on a GPU, where each work-item's access is part of a memory request, and on a CPU whose
+  profile measured its bandwidths the way CPU kernels run (``bandwidth.layout`` contiguous: one vector per
+  work-item, which PoCL vectorises across work-items): there a kernel written per float runs like the float
+  figures (the scalar triad and copy 2-15% below float4's on a Zen 4 VM), and reads take the best width, the
+  memory's read capability (a float read kernel is held by its guard, not by memory). A CPU writes a line it
+  does not hold by reading it first (write-allocate): its DRAM time is what the cores wait to read, the bytes
+  they read plus the lines they write without having read them, over the bandwidth of that mix, while the
+  write-backs drain behind (:func:`cpu_fills_only`). Measured on that VM, in its slow and fast memory states alike,
+  this put scale, vadd, saxpy (which writes the lines it read) and an in-place increment within 10% of their
+  times from one read bandwidth. An older CPU profile (strided bandwidth kernels) keeps the kinds' best figure,
+  for kinds that write over the widths whose stores fill less than a 64-byte line.
 """
 
 from __future__ import annotations
@@ -124,8 +127,11 @@ def _allocating(hw: HardwareView, kind: str) -> Figure | None:
 
 
 def _kind(hw: HardwareView, kind: str, width_bytes: float | None) -> Figure:
-    """The profile's bandwidth of one kind at the access width (``by_width``), else its best over widths (on a CPU,
-    for a kind that writes, over the widths whose stores fill less than a line)."""
+    """The profile's bandwidth of one kind at the access width (``by_width``), else its best over widths (on a CPU
+    with an older, strided profile, for a kind that writes, over the widths whose stores fill less than a line).
+    A CPU's reads take the best width whatever the access."""
+    if hw.kind == "cpu" and kind == "read":
+        return hw.figure("bandwidth.read_Bps")
     if width_bytes:
         key = _width_key(hw.children(f"bandwidth.by_width.{kind}"), width_bytes)
         fig = hw.figure(f"bandwidth.by_width.{kind}.{key}") if key is not None else None
@@ -144,7 +150,7 @@ def dram_bandwidth(profile, read_bytes: float, write_bytes: float, width_bytes: 
     over the read fraction between the profile's write, copy, triad and read figures (those it has); ``default``
     (with a reference board's figure) where it has none."""
     hw = view(profile)
-    if hw.kind != "gpu":
+    if hw.kind != "gpu" and not (hw.kind == "cpu" and hw.bandwidth_layout == "contiguous"):
         width_bytes = None
     total = read_bytes + write_bytes
     frac = read_bytes / total if total > 0 else 1.0
@@ -167,6 +173,14 @@ def dram_bandwidth(profile, read_bytes: float, write_bytes: float, width_bytes: 
     names = ", ".join(p[1].source.removeprefix("profile ") for p in points)
     return Figure(value, f"profile bandwidth at read fraction {frac:.2f}{width} (from {names})", interval,
                   measured=True)
+
+
+def cpu_fills_only(hw: HardwareView) -> bool:
+    """Whether a launch's DRAM writes count only their fills (write-allocate: lines written without being read,
+    ``c[i] = a[i] + b[i]``'s c but not ``y[i] += ...``'s y), the write-backs draining behind: on a CPU whose
+    profile measured its bandwidths the same way (contiguous layout). Elsewhere every written byte counts, as the
+    older profiles' figures were measured for."""
+    return hw.kind == "cpu" and hw.bandwidth_layout == "contiguous"
 
 
 def cache_bandwidth(profile) -> Figure:

@@ -45,6 +45,13 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
     "instructions.ld.global.cv.u64": (2, "as ld.global.cg.u64"),
     "caches": (2, "every level has a name from the device type: a GPU's plateau after L2 is 'L2 far' (v1: level "
                   "numbers only, shown as L1, L2, L3)"),
+    "bandwidth.by_width": (2, "on a CPU one vector per work-item (layout contiguous), every kind and width in "
+                              "alternation, each the fastest run of its dominant mode (v1: 16 vectors per work-item "
+                              "strided by the global size, each kernel the minimum of its own runs: 9.6 GB/s float4 "
+                              "reads on a Zen 4 VM whose contiguous reads ran 33-47); GPUs as before, interleaved"),
+    "bandwidth.working_set_curve": (2, "on a CPU contiguous float16 reads summed in halves, every size in "
+                                       "two passes, each size its fastest run (v1: strided float4 whose 15-add "
+                                       "sums held every size to 30 GB/s: no cache seen below 128 MiB)"),
     "latency_curve": (2, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
                          "the modelling figure; the sizes from a quarter of the last level to its size pooled over "
                          "three passes (v1: chases shorter than the cycle found part of it cold in the shorter run "
@@ -99,6 +106,8 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       dram_latency_s (latency past the last cache level), points[] (n, read_s, write_s)
   bandwidth           read_Bps, write_Bps, copy_Bps, triad_Bps (best over vector widths),
                       by_width{kind: {width: entry}}, array_bytes, peak_Bps (where the API tells it),
+                      layout ("strided": PER sweeps per work-item, a GPU's and every profile before it was
+                      recorded; "contiguous": one vector per work-item, a CPU's),
                       working_set_curve[] (bytes, Bps), streaming_llc_bytes (where reads fall to memory speed),
                       gather_s (a read at a random address far beyond the caches over the same read near: the
                       cost of a gathered line's miss with the device full of them)
@@ -117,7 +126,9 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       method_version?}}
   concurrency         work_items (entry: how many work-items run at once, and how it was found);
                       overlap_curve[] (CPU: ops, overlap: work-items whose dependent chains of that many
-                      operations a core runs at once), overlap_method
+                      operations a core runs at once), overlap_method; loopfree_curve[] (CPU: the same for
+                      chains written out without a loop, which the compiler vectorises across work-items),
+                      loopfree_method
   failed              [{key, reason}] every measurement recorded as failed
 Entries: {value, unit, interval: [low, high], method, status: ok|failed, reason?, n?, method_version?}
 Checked on load (a UserError names the key): JSON of at most 32 levels, every number finite, integers within
@@ -379,6 +390,8 @@ class _Validator:
                 if key.endswith(("_s", "_Bps", "_bytes", "_cycles", "_pages")) or key in ("work_items",):
                     self.typed(table, key, section, "entry_or_number")
         self.typed(data.get("bandwidth") or {}, "by_width", "bandwidth", "dict")
+        if self.typed(data.get("bandwidth") or {}, "layout", "bandwidth", "str") not in (None, "strided", "contiguous"):
+            raise self.fail("bandwidth.layout", "expected 'strided' or 'contiguous'")
         for kind, widths in ((data.get("bandwidth") or {}).get("by_width") or {}).items():
             if not isinstance(widths, dict):
                 raise self.fail(f"bandwidth.by_width.{kind}", f"expected an object, got {_name(widths)}")
@@ -403,8 +416,9 @@ class _Validator:
         bandwidth = data.get("bandwidth") or {}
         self.points(bandwidth.get("working_set_curve"), "bandwidth.working_set_curve", ("bytes",), ("Bps",))
         self.points((data.get("tlb") or {}).get("curve"), "tlb.curve", ("pages",), ("packed_s", "spread_s"))
-        self.points((data.get("concurrency") or {}).get("overlap_curve"), "concurrency.overlap_curve",
-                    ("ops", "overlap"), ("seconds", "op_s", "work_items"))
+        for curve in ("overlap_curve", "loopfree_curve"):
+            self.points((data.get("concurrency") or {}).get(curve), f"concurrency.{curve}",
+                        ("ops", "overlap"), ("seconds", "op_s", "work_items"))
         self.points((data.get("launch") or {}).get("points"), "launch.points", ("threads", "local"),
                     ("event_s", "engine_host_s", "round_trip_s"))
         for key, value in (data.get("method_versions") or {}).items():

@@ -159,6 +159,15 @@ class HardwareView:
                 return Figure(None, f"profile has no {key}")
         return figure_of(node, key)
 
+    @property
+    def bandwidth_layout(self) -> str:
+        """How the profile's bandwidth kernels walked their arrays: ``contiguous`` (one vector per work-item, a
+        CPU's since method version 2) or ``strided`` (PER sweeps per work-item, a GPU's and every older
+        profile's)."""
+        node = self._data.get("bandwidth")
+        found = node.get("layout") if isinstance(node, dict) else None
+        return "contiguous" if found == "contiguous" else "strided"
+
     def children(self, key: str) -> list[str]:
         """The names under a dotted key whose node is a table (``bandwidth.by_width.read`` -> ``1, 2, 4``)."""
         node: Any = self._data
@@ -233,6 +242,13 @@ class HardwareView:
         (operations, work-items), increasing operations (empty where not measured)."""
         section = self._data.get("concurrency")
         return self._curve(section if isinstance(section, dict) else None, "overlap_curve", "overlap", by="ops")
+
+    @property
+    def loopfree_curve(self) -> list[tuple[float, float]]:
+        """The same for chains written out without a loop, which a CPU's compiler vectorises across work-items
+        (empty where not measured)."""
+        section = self._data.get("concurrency")
+        return self._curve(section if isinstance(section, dict) else None, "loopfree_curve", "overlap", by="ops")
 
     @property
     def tlb_curve(self) -> list[tuple[float, float]]:

@@ -107,6 +107,55 @@ def test_bandwidth_kernels_compile_for_both_apis(pocl, tmp_path):
         assert "make_float4" in bandwidth.kernel_source("write", "cuda", 4)
 
 
+def test_a_cpu_streams_its_bandwidth_kernels_contiguously(pocl):
+    """On a CPU each work-item moves one vector, consecutive work-items consecutive vectors (what PoCL vectorises
+    a kernel written per element into); a GPU keeps its sweeps. Each kernel moves its kind's bytes, checked on the
+    device: the copy copies, the triad computes b + s * c, the write writes."""
+    assert bandwidth.layout("cpu") == "contiguous" and bandwidth.layout("gpu") == "strided"
+    assert "PER" not in bandwidth.kernel_source("copy", "opencl", 4, "contiguous")
+    assert "float8 h8 = acc.lo + acc.hi" in bandwidth.kernel_source("read", "opencl", 16, "contiguous")
+    n = 1 << 16
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.random(n, dtype=np.float32) for _ in range(3))
+    bufs = [pocl.to_device(x)[0] for x in (a, b, c)]
+
+    def read(buf):
+        got = np.empty_like(a)
+        pocl.from_device(buf, got)
+        pocl.finish()
+        return got
+
+    for width in (1, 4, 16):
+        items = n // width
+        pocl.launch(bandwidth._kernel(pocl, "copy", width), (items,), (64,), [bufs[0], bufs[1]])
+        pocl.finish()
+        assert np.array_equal(read(bufs[1]), a)
+        pocl.launch(bandwidth._kernel(pocl, "triad", width), (items,), (64,), [bufs[1], bufs[2], bufs[0],
+                                                                              np.float32(3.0)])
+        pocl.finish()
+        assert np.allclose(read(bufs[1]), c + 3.0 * a, rtol=1e-6)
+        pocl.to_device(a, bufs[1])
+        pocl.launch(bandwidth._kernel(pocl, "write", width), (items,), (64,), [bufs[1], np.float32(1.5)])
+        pocl.finish()
+        assert np.all(read(bufs[1]) == 1.5)
+        pocl.to_device(b, bufs[1])
+
+
+def test_a_cpu_reads_a_prefix_that_fits_its_caches_faster_than_memory(pocl):
+    """The working-set curve sees the caches: repeated contiguous reads of a few MiB run faster than of the whole
+    array (on any CPU whose last level holds a few MiB)."""
+    count = 64 << 20
+    buf = pocl.to_device(np.random.default_rng(1).random(count, dtype=np.float32))[0]
+    out = pocl.alloc(4 << 10)
+    got = bandwidth.working_set_curve(pocl, buf, out, count, True, None)
+    curve = got["working_set_curve"]
+    assert [p["bytes"] for p in curve] == [1 << (20 + k) for k in range(len(curve))]
+    # generous: other tenants share this VM's last level (its in-cache reads ran 67-80 GB/s against 35-57 from
+    # memory, and once 41 against 37)
+    assert max(p["Bps"] for p in curve[:5]) > 1.1 * curve[-1]["Bps"]
+    assert "contiguous" in got["streaming_llc_bytes"]["method"]
+
+
 def test_a_gathered_read_costs_more_than_a_near_one(pocl):
     """Random reads over 64 MiB against the same reads over 16 KiB: a positive cost per read, below a microsecond
     (generous: a DRAM miss on any device), with its interval around it; the far reads were the slower."""
@@ -135,6 +184,29 @@ def test_overlap_curve_on_a_cpu(pocl):
     assert 1e-10 < points[-1]["op_s"] < 1e-8
 
 
+def test_loop_free_chains_run_in_vector_lanes_on_a_cpu(pocl):
+    """Straight-line chains are vectorised across work-items: past the shortest, more of them at once than the
+    looped chains of the overlap curve ever are (8 operations: 6-7 looped on the VMs here)."""
+    kernel = concurrency.build(pocl, concurrency.SOURCE, "busy")
+    looped, _ = concurrency.overlap_curve(pocl, kernel, quick=True)
+    points, method = concurrency.loopfree_curve(pocl, concurrency._reference_op_s(looped), quick=True)
+    assert [p["ops"] for p in points] == list(concurrency.LOOPFREE_OPS) and "without a loop" in method
+    assert all(p["seconds"] > 0 and p["overlap"] > 0 for p in points)
+    assert max(p["overlap"] for p in points) > 1.5 * looped[0]["overlap"]
+
+
+def test_a_region_updated_in_place_costs_a_cpu_more_than_one_it_runs_in_lanes(pocl):
+    """The barrier before a region a CPU runs a work-item at a time (an in-place update at another work-item's
+    element) costs more than before one it vectorises."""
+    out = pocl.alloc(4 * 1024)
+    policy = instructions_cl.bench(True, 0.3, 0.1)
+    vector = instructions_cl._barrier(pocl, policy, 3e9, out, True)
+    scalar = instructions_cl._barrier(pocl, policy, 3e9, out, True, instructions_cl.SCALAR_STEP)
+    assert vector["status"] == scalar["status"] == "ok"
+    assert scalar["latency_s"]["value"] > 1.5 * vector["latency_s"]["value"]
+    assert "in place" in scalar["latency_s"]["method"]
+
+
 def test_transfer_quick(pocl):
     r = transfer.measure(pocl, quick=True)
     assert r["htod_Bps"]["value"] > 1e8 and r["dtoh_Bps"]["value"] > 1e8
@@ -157,6 +229,9 @@ def test_calibrate_quick_writes_the_profile(tmp_path):
                 "bandwidth.copy_Bps", "bandwidth.gather_s", "concurrency.work_items"):
         assert p.get(key) > 0, key
     assert len(p.data["concurrency"]["overlap_curve"]) == len(concurrency.OVERLAP_ITERS)
+    assert len(p.data["concurrency"]["loopfree_curve"]) == len(concurrency.LOOPFREE_OPS)
+    assert p.get("instructions.barrier_scalar.latency_s") > 0 and p.data["bandwidth"]["layout"] == "contiguous"
+    assert p.data["method_versions"]["bandwidth.by_width"] == 2
     assert p.data["caches"] and all(c["size_bytes"] > 0 and c["latency_s"] > 0 for c in p.data["caches"])
     assert p.get("instructions.float_fma.latency_cycles") >= 1
     assert p.data["device"]["id"] and p.data["clock"]["hz"] > 0

@@ -211,6 +211,22 @@ class Samples:
         write_share = (cold_w / pop + per_reused * np.count_nonzero(hot & w)) / ratio
         return float(ratio), by_array, float(write_share), float(per_reused * np.count_nonzero(hot & w))
 
+    line_bytes: int = 64  # the streams' line size (for the page of a line)
+
+    def set_of(self, lines: np.ndarray, sets: int) -> np.ndarray:
+        """The set each line falls in: a cache whose sets span at most a 4 KiB page (a CPU's L1, virtually indexed)
+        takes the line number's low bits; a larger one is physically indexed, and the bits above the page offset
+        come from the physical page, which the operating system hands out with any colour: each virtual page gets
+        one at random (a fixed hash). A column walk with a 2 KiB stride then crowds some sets of a 1 MiB L2 and
+        leaves others empty, where virtual indexing spread it evenly."""
+        per_page = max(1, PAGE_BYTES // self.line_bytes)
+        if sets <= per_page:
+            return lines % sets
+        colours = sets // per_page
+        pages = (lines // per_page).astype(np.uint64)
+        colour = ((pages * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) % np.uint64(colours)
+        return (lines % per_page + per_page * colour.astype(np.int64)).astype(np.int64)
+
     def set_misses(self, ways: int, sets: int, sd: np.ndarray) -> np.ndarray:
         """Per sample, whether a cache of ``sets`` sets of ``ways`` lines (LRU in each set) misses its next use: the
         distinct lines of its set touched in between, counted in the stream for near reuses, else its expected
@@ -218,12 +234,12 @@ class Samples:
         out, at = [], 0
         for d, lines, pos, stream, distinct in zip(self.distances, self.lines, self.positions, self.streams,
                                                    self.distinct):
-            counts = np.bincount(distinct % sets, minlength=sets)
-            part = sd[at: at + len(d)] * counts[lines % sets] / max(len(distinct), 1) >= ways
+            counts = np.bincount(self.set_of(distinct, sets), minlength=sets)
+            part = sd[at: at + len(d)] * counts[self.set_of(lines, sets)] / max(len(distinct), 1) >= ways
             near = np.flatnonzero(np.isfinite(d) & (d <= NEAR))
             for k in near:
                 between = stream[pos[k] + 1: pos[k] + 1 + int(d[k])]
-                same = between[between % sets == lines[k] % sets]
+                same = between[self.set_of(between, sets) == self.set_of(lines[k:k + 1], sets)[0]]
                 part[k] = len(np.unique(same)) >= ways
             out.append(part)
             at += len(d)
@@ -336,7 +352,8 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
     eff_rate = rate
     if window_len and window_len * len(streams) * rate / 2 < MIN_SAMPLES:
         eff_rate = min(1.0, MIN_SAMPLES * 2 / (window_len * len(streams)))
-    private, shared_s, pages = Samples(), Samples(), Samples()
+    private, shared_s, pages = (Samples(line_bytes=order.line_bytes), Samples(line_bytes=order.line_bytes),
+                                Samples())
     reach = tlb_reach(profile)
     walks = tlb_curve(profile) if hw.kind == "cpu" else None
     page_lines = max(1, PAGE_BYTES // order.line_bytes)

@@ -64,6 +64,8 @@ MATH = {"sqrt": "sqrt", "native_sqrt": "sqrt", "sqrtf": "sqrt", "rsqrt": "rsqrt"
         "fmax": "max", "fmaxf": "max", "min": "min", "max": "max", "fma": "fma", "fmaf": "fma", "mad": "fma",
         "native_recip": "recip", "__frcp_rn": "recip", "native_divide": "div", "__fdividef": "div"}
 BARRIERS = {"barrier", "__syncthreads", "work_group_barrier", "mem_fence", "__syncwarp"}
+UNROLLED_TRIPS = 1  # a loop of more fixed iterations than this runs as a loop (PoCL's matmul_tiled with its
+# 16-step inner loop ran 8 ns per work-item and region on a Zen 4 VM: one work-item at a time, not in lanes)
 # integer operations on sampled values (C semantics where Python's differ)
 VALUE_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": np.add, "-": np.subtract, "*": np.multiply, "<": np.less, ">": np.greater, "<=": np.less_equal,
@@ -259,8 +261,15 @@ class Builder:
         return info
 
     def local_info(self, array: Array, index) -> dict[str, Any]:
-        return {"array": array.name, "elem_bytes": array.elem_bytes, "_addr": self.values_of(index),
-                "_mask": self.mask}
+        info = {"array": array.name, "elem_bytes": array.elem_bytes, "_addr": self.values_of(index),
+                "_mask": self.mask, "key": _local_key(array, index)}
+        if isinstance(index, Data):
+            info.update(pattern="gather", stride=None)
+        else:
+            stride = ix.coefficients(index)[0][0]
+            info.update(pattern="gather" if stride is None else "uniform" if stride == 0 else
+                        "unit" if abs(stride) == 1 else "strided", stride=None if stride is None else abs(stride))
+        return info
 
     def load(self, array: Array, index, where) -> Data:
         dtype = DTYPE.get(array.elem, "int")
@@ -633,8 +642,15 @@ class Interpreter:
         if chosen is not None:
             self.stmt(chosen)
 
+    def _looping(self, s, trips: float | None) -> None:
+        """Marks the current fragment as running a loop of its own (:attr:`KernelGraph.looped`): one without a
+        barrier in its body, of more than :data:`UNROLLED_TRIPS` iterations or of a count not fixed by constants."""
+        if (trips is None or trips > UNROLLED_TRIPS) and not _has_barrier(s.stmt):
+            self.b.g.looped = True
+
     def loop(self, s) -> None:
         c = self.c
+        graph = self.b.g
         if s.init is not None:
             self.stmt(s.init)
         var = _loop_var(s, c)
@@ -673,6 +689,8 @@ class Interpreter:
                 self.stmt(s.next)
             if var is not None and isinstance(self.b.env.get(var), Data):
                 raise self.b.error(s, f"loop variable {var!r} is computed from loaded data")
+        if trips > UNROLLED_TRIPS and not _has_barrier(s.stmt):
+            graph.looped = True
 
     def counted_loop(self, s, var: str, start, op: str, bound, step: int) -> None:
         """A loop whose bounds vary over the work-items: unrolled for the mean trip count of the sampled
@@ -686,6 +704,7 @@ class Interpreter:
         if trips is None:
             raise self.b.error(s, f"the loop 'for ({var} ...; {var} {op} ...; {var} += {step})' does not end "
                                   "for some work-items")
+        self._looping(s, None)
         active = self.b.mask & self.b.sample.valid
         counts = trips[active] if active.any() else np.zeros(1, np.int64)
         passes = int(round(float(counts.mean())))
@@ -710,6 +729,7 @@ class Interpreter:
         the device."""
         per_entry = float(self.b.trips[s.coord.line])
         passes = int(round(per_entry))
+        self._looping(s, None)
         self.b.note(s, f"loop counted on the device: {per_entry:.4g} iterations per entry; the graph unrolls {passes}")
         for _ in range(passes):
             self.stmt(body)
@@ -1074,6 +1094,15 @@ def _constant(e):
         return int(text, 0)
     except ValueError:
         return int(text.rstrip("uUlL"), 0)
+
+
+def _has_barrier(node) -> bool:
+    """Whether a statement calls a barrier anywhere inside it."""
+    if node is None:
+        return False
+    if type(node).__name__ == "FuncCall" and getattr(node.name, "name", None) in BARRIERS:
+        return True
+    return any(_has_barrier(child) for _, child in node.children())
 
 
 def _loop_var(s, c) -> str | None:

@@ -37,6 +37,9 @@ class KernelGraph:
     loops: dict[int, dict[str, Any]] = field(default_factory=dict)
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
+    # the fragment runs a loop of its own (no barrier inside: the loop stays inside the fragment) longer than a
+    # compiler unrolls: a CPU's OpenCL compiler then runs its work-items one at a time instead of in vector lanes
+    looped: bool = False
 
     @property
     def size(self) -> int:

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
 from gpuprofiler.models.cache.analysis import analyse
-from gpuprofiler.models.cache.streams import spec_launch
+from gpuprofiler.models.cache.streams import Launch, spec_launch
 from gpuprofiler.models.identity import spec_code
 from gpuprofiler.models.maxplus.builder import BuildError, build, build_spec, parameter_names
 from gpuprofiler.models.maxplus.models import DEFAULT_MODEL, MODELS, parameters, predict
@@ -76,27 +76,36 @@ class MaxPlusPredictor(Predictor):
         self.fitted_ = True
         return self
 
-    def _launch_kernel(self, launch: TracedLaunch):
-        """The graph of one traced launch of a program, its arguments bound to the kernel's parameters."""
+    def _launch_kernel(self, launch: TracedLaunch, groups=None, items=None):
+        """The graph of one traced launch of a program, its arguments bound to the kernel's parameters (``groups``,
+        ``items``: followed at those work-groups' work-items, for its address stream)."""
         k = launch.kernel
         where = str(k.path or k.name)
         bound = bind(parameter_names(k.source, k.name, where, k.defines), launch.args)
         return build(k.source, k.name, bound.scalars, list(launch.local_size) if launch.local_size else None,
                      where, k.defines, list(launch.global_size), {n: f for n, (f, _) in bound.contents.items()},
-                     bound.buffers)
+                     bound.buffers, groups=groups, items=items)
 
     def _predict_launch(self, launch: TracedLaunch) -> Prediction:
         kernel = self._launch_kernel(launch)
         params = parameters(self.profile_, kernel, self.n, self.line_bytes)
+        misses = None
+        if self.cache and self.model == "overlap":
+            stream = Launch(lambda groups, items=None: self._launch_kernel(launch, groups, items),
+                            tuple(launch.global_size), tuple(launch.local_size) if launch.local_size else None)
+            misses = self._analysis(stream, kernel)
         return predict(kernel, params, math.prod(launch.global_size), math.prod(launch.global_size), self.model,
-                       self.batches)
+                       self.batches, misses)
 
     def _misses(self, inst, kernel):
         """The launch's cache analysis (None where its accesses cannot be followed: the rules apply)."""
+        return self._analysis(spec_launch(inst, self.kind_, self.trips), kernel)
+
+    def _analysis(self, launch, kernel):
+        """A launch's cache analysis, or None where its accesses cannot be followed."""
         per_item = sum(1 for g in kernel.fragments for a in g.arcs if a.kind in ("read", "write"))
         try:
-            return analyse(spec_launch(inst, self.kind_, self.trips), self.profile_, budget=1 << 21, count=2,
-                           backend=self.kind_, per_item=per_item)
+            return analyse(launch, self.profile_, budget=1 << 21, count=2, backend=self.kind_, per_item=per_item)
         except (UserError, ValueError):
             return None
 

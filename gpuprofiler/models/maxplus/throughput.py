@@ -28,6 +28,7 @@ import numpy as np
 from gpuprofiler.models.costs import (
     cache_bandwidth,
     cache_capacity,
+    cpu_fills_only,
     dram_bandwidth,
     random_hit_rate,
     refetched,
@@ -132,9 +133,14 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
             dram_read += footprint
         else:
             dram_read += refetched(cached, footprint, cap) if footprint else cached
+    # a CPU profile measured the way CPU kernels run: its DRAM time is the bytes the cores wait to read, the
+    # writes' fills (lines written without being read) among them, the write-backs draining behind
+    fills_only = cpu_fills_only(hw)
     for name, written in ({} if in_cache else writes).items():
         footprint = kernel.buffers.get(name)
         dram_w = min(written, footprint) if footprint else written
+        if fills_only and reads.get(name):
+            continue
         if name in spread_stores:
             scattered_writes += dram_w / SECTOR
         else:
@@ -145,18 +151,31 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
         # the sampled address stream's misses replace the footprint and reuse rules for what is read: each line
         # (a GPU: each sector) the last level misses on a load comes from DRAM, the first level's from the cache
         # behind it. What is written back stays the rules': every dirty line once, whether its stores missed or
-        # hit, strided stores at the profile's scattered-write rate. A CPU's read for ownership before a store is
-        # not added: the profile's bandwidths count the bytes kernels read and write, as the costs here do.
+        # hit, strided stores at the profile's scattered-write rate. On a CPU with a contiguous profile the
+        # writes' DRAM traffic is their fills instead: the stores that miss the last level.
         last, first = misses.levels[-1], misses.levels[0]
         unit = misses.order.line_bytes
         fetched = 1.0 - last.write_share
         dram_read = last.misses * fetched * unit
         scattered_reads = 0.0
+        if fills_only:
+            # a store that misses the last level reads its line first: the stream's fills. A line first touched in
+            # another page than the unit's last (a column walk, a 2-D work-group's rows) is no stream's next line:
+            # no prefetch, a new DRAM row; it costs a scattered read, fill or load alike (the cache-miss law's
+            # charge, :meth:`~gpuprofiler.models.fractal.misses.MissCost.memory_s`)
+            rest = [n for n in last.by_array if n not in gather_rule]
+            share = sum(last.by_array[n] for n in rest)
+            spread = (sum(last.by_array[n] * misses.scattered.get(n, 0.0) for n in rest) / share) if share else 0.0
+            dram_read *= 1.0 - spread
+            dram_write = last.misses * last.write_share * unit * (1.0 - spread)
+            scattered_reads = last.misses * share * spread
+            scattered_writes = 0.0
         for name, (streamed, refetched_sectors) in gather_rule.items():
             # a gather's reuses lie as far apart as its array is large, past the sampled windows, which would count
             # them as misses: its traffic stays the rules' (the footprint streamed once, the refetches at the
             # profile's cost of a random sector, their hit rate Hagersten's for uniform reuse over the footprint)
-            dram_read += streamed - last.by_array.get(name, 0.0) * last.misses * fetched * unit
+            dram_read += streamed - last.by_array.get(name, 0.0) * last.misses * fetched * unit * (
+                1.0 - (spread if fills_only else 0.0))
             scattered_reads += refetched_sectors
         dram_read = max(dram_read, 0.0)
         cached_total = first.misses * (1.0 - first.write_share) * unit
@@ -217,18 +236,26 @@ def resident_work_items(kernel: Kernel, hw: HardwareView) -> tuple[int, str]:
     return group * cus, f"one work-group of {group} per compute unit x {cus} ({units.source})"
 
 
-def cpu_overlap(hw: HardwareView, ops: float) -> tuple[float, str] | None:
+def cpu_overlap(hw: HardwareView, ops: float, lanes: bool = False) -> tuple[float, str] | None:
     """Work-items whose chains a CPU core runs at once when each has ``ops`` operations: the profile's
-    ``concurrency.overlap_curve`` interpolated in log-log (its ends held beyond its range); None without it.
+    ``concurrency.overlap_curve`` interpolated in log-log (its ends held beyond its range); None without it. With
+    ``lanes`` (a fragment the compiler vectorises across work-items), its ``loopfree_curve`` where measured.
 
-    The curve is read as its upper envelope from the long end: a chain cannot keep fewer work-items in progress
-    than a longer one, so a point below a longer chain's is a measurement another tenant slowed (this VM's PoCL
-    once gave 0.77 at 1024 operations between 1.14 at 512 and 1.03 at 2048)."""
-    curve = hw.overlap_curve
-    if hw.kind != "cpu" or len(curve) < 2:
+    The looped curve is read as its upper envelope from the long end: a chain cannot keep fewer work-items in
+    progress than a longer one, so a point below a longer chain's is a measurement another tenant slowed (this VM's
+    PoCL once gave 0.77 at 1024 operations between 1.14 at 512 and 1.03 at 2048). The loop-free curve rises with
+    the chain (a short chain is dominated by each work-item's fixed cost) before the lanes fill: read as measured."""
+    if hw.kind != "cpu":
         return None
+    if lanes and len(hw.loopfree_curve) >= 2:
+        curve, name = hw.loopfree_curve, "loopfree_curve"
+        ys = np.log([max(y, 1e-3) for _, y in curve])
+    else:
+        curve, name = hw.overlap_curve, "overlap_curve"
+        if len(curve) < 2:
+            return None
+        ys = np.log(np.maximum.accumulate([max(y, 1e-3) for _, y in curve][::-1])[::-1])
     xs = np.log([x for x, _ in curve])
-    ys = np.log(np.maximum.accumulate([max(y, 1e-3) for _, y in curve][::-1])[::-1])
     value = float(np.exp(np.interp(math.log(max(ops, 1.0)), xs, ys)))
-    return value, (f"concurrency.overlap_curve at {ops:.4g} operations per work-item: {value:.3g} work-items at "
+    return value, (f"concurrency.{name} at {ops:.4g} operations per work-item: {value:.3g} work-items at "
                    f"once per core")

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 from conftest import H100_PROFILE, KERNELS, POCL_PROFILE
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from gpuprofiler.models.cache.analysis import analyse, cache_levels
+from gpuprofiler.models.cache.analysis import Samples, analyse, cache_levels
 from gpuprofiler.models.cache.reuse import lru_miss_ratio, reuse_distances
 from gpuprofiler.models.cache.statcache import statstack
 from gpuprofiler.models.cache.streams import Order, device_order, launch_groups, window
@@ -134,3 +136,33 @@ def test_a_gathered_vector_that_fits_the_last_level_misses_once_per_sector():
     big = large.levels[-1]
     assert big.misses * big.by_array["x"] > 0.5 * 8 * (1 << 25)
     assert large.scattered_share(big) > 0.6 > small.scattered_share(last)
+
+
+# ---- physically indexed sets -------------------------------------------------------------------------------------
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 1 << 30), min_size=1, max_size=200), st.sampled_from([16, 64, 1024, 16384]))
+def test_a_lines_set_keeps_its_page_offset_and_its_pages_colour(lines, sets):
+    """A set spans the page's lines (the offset bits) and a colour per page: lines of one page land in consecutive
+    sets of one colour; a cache of at most a page per way is indexed by the line's low bits alone."""
+    s = Samples(line_bytes=64)
+    lines = np.array(lines, dtype=np.int64)
+    got = s.set_of(lines, sets)
+    assert np.all((0 <= got) & (got < sets))
+    if sets <= 64:
+        assert np.array_equal(got, lines % sets)
+    else:
+        assert np.array_equal(got % 64, lines % 64)
+        same_page = (lines[:, None] // 64) == (lines[None, :] // 64)
+        assert np.all((got[:, None] // 64 == got[None, :] // 64) | ~same_page)
+
+
+def test_a_column_walk_crowds_some_sets_of_a_physically_indexed_level():
+    """512 lines 2 KiB apart (a 512 x 512 float matrix's column) in a 1 MiB, 16-way cache of 1024 sets: virtual
+    indexing puts 16 in each of 32 sets, which the ways hold exactly; random page colours overfill some."""
+    s = Samples(line_bytes=64)
+    walk = np.arange(512, dtype=np.int64) * 32 + 7
+    counts = np.bincount(s.set_of(walk, 1024), minlength=1024)
+    assert np.bincount(walk % 1024, minlength=1024).max() == 16
+    assert counts.sum() == 512 and counts.max() > 16
