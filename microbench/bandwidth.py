@@ -26,13 +26,14 @@ import numpy as np
 
 from gpuprofiler.measure.engine import Engine, time_launch
 from gpuprofiler.measure.policy import bench
-from gpuprofiler.measure.stats import MIN_MODE_SAMPLES, dominant_fastest
+from gpuprofiler.measure.stats import MODEL_STATISTIC
 from gpuprofiler.microbench.common import Progress, say
 from gpuprofiler.microbench.source import VECTOR_WIDTHS, build, components, vec_type
 from gpuprofiler.profile.file import entry, failed
 
 PER = 16
 KINDS = {"read": 1, "write": 1, "copy": 2, "triad": 3}  # arrays touched
+ROUNDS = 15  # rounds of the kinds and widths at least: the 10th percentile of 15 runs is not one run
 # vectors per work-item: a GPU's loop of PER sweeps, a CPU's one vector per work-item
 LAYOUTS = {"strided": PER, "contiguous": 1}
 
@@ -251,11 +252,11 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     cases = [(kind, width) for kind in KINDS for width in widths]
     args = {"read": [bufs[0], out, np.float32(-1.0)], "write": [bufs[0], np.float32(1.5)],
             "copy": [bufs[0], bufs[1]], "triad": [bufs[0], bufs[1], bufs[2], np.float32(3.0)]}
-    # every kind and width in alternation, one launch of each per round, at least MIN_MODE_SAMPLES rounds: each
-    # figure is the fastest run of its dominant mode (a unimodal set's minimum), so a burst of a shared memory's
-    # fast state that lasts a few seconds sets no figure, and all figures see the same states
-    engine = Engine(policy.but(budget_s=policy.budget_s * len(cases), min_samples=max(policy.min_samples,
-                                                                                        MIN_MODE_SAMPLES)))
+    # every kind and width in alternation, one launch of each per round, at least ROUNDS rounds: all figures see
+    # the same states of a shared memory (on a 2-vCPU Zen 4 VM 33-36 GB/s with bursts of 50-59 lasting seconds),
+    # and each is the modelling figure of its runs, the statistic the kernels' own times are modelled with: one
+    # run in a burst does not set it, as the minimum of a short calibration did
+    engine = Engine(policy.but(budget_s=policy.budget_s * len(cases), min_samples=max(policy.min_samples, ROUNDS)))
 
     def run(kind: str, width: int):
         kernel = _kernel(backend, kind, width)
@@ -271,18 +272,17 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     for (kind, width), timing in zip(cases, timings):
         t = timing.device
         moved = KINDS[kind] * array_bytes
-        fastest = dominant_fastest(timing.device_s)
-        bps = moved / fastest
+        bps = moved / t.model
         method = (f"{kind}, float{width if width > 1 else ''}, {KINDS[kind]} x {array_bytes >> 20} MiB, "
                   f"{'one vector per work-item' if lay == 'contiguous' else f'{PER} strided sweeps'}, bytes / "
-                  f"the fastest event time of the dominant mode of {t.n} runs in alternation with the other "
-                  f"kinds and widths, after warm-up")
+                  f"the {MODEL_STATISTIC} of {t.n} event times in alternation with the other kinds and widths, "
+                  "after warm-up")
         if peak and bps > peak:
             by_width[kind][str(width)] = failed("B/s", method, f"{bps:.3g} B/s exceeds the device's peak "
                                                 f"{peak:.3g} B/s", measured_Bps=bps)
         else:
-            by_width[kind][str(width)] = entry(bps, "B/s", method, (moved / t.maximum, moved / t.minimum),
-                                               median_Bps=moved / t.median, n=t.n)
+            by_width[kind][str(width)] = entry(bps, "B/s", method, (moved / t.model_ci_high, moved / t.model_ci_low),
+                                               median_Bps=moved / t.median, minimum_Bps=moved / t.minimum, n=t.n)
         say(progress, f"bandwidth: {kind} float{width}: {bps / 1e9:.2f} GB/s")
     result: dict[str, Any] = {"by_width": by_width, "array_bytes": array_bytes, "peak_Bps": peak, "layout": lay}
     result.update(working_set_curve(backend, bufs[0], out, count, quick, progress))

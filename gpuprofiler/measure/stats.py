@@ -150,18 +150,6 @@ def modes(samples) -> list[dict[str, float]]:
              "high_s": float(g[-1])} for g in merged]
 
 
-def dominant_fastest(samples) -> float:
-    """The fastest run of the mode holding most of the samples (:func:`modes`; ties: the faster mode): a unimodal
-    set's minimum. A bandwidth's figure on a shared machine, whose memory ran 33-36 GB/s with bursts of 50-59
-    lasting seconds on a 2-vCPU VM: a short calibration's minimum drew its figure from a burst that the kernels
-    timed minutes later did not see."""
-    found = modes(samples)
-    if not found:
-        return float("nan")
-    best = max(found, key=lambda m: (m["share"], -m["median_s"]))
-    return float(best["low_s"])
-
-
 def spread(samples) -> float:
     """How far the slow runs sit from the fast ones: the 90th over the 10th percentile (1: all alike)."""
     x = np.asarray(samples, dtype=float)

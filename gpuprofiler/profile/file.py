@@ -45,10 +45,10 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
     "instructions.ld.global.cv.u64": (2, "as ld.global.cg.u64"),
     "caches": (2, "every level has a name from the device type: a GPU's plateau after L2 is 'L2 far' (v1: level "
                   "numbers only, shown as L1, L2, L3)"),
-    "bandwidth.by_width": (2, "on a CPU one vector per work-item (layout contiguous), every kind and width in "
-                              "alternation, each the fastest run of its dominant mode (v1: 16 vectors per work-item "
-                              "strided by the global size, each kernel the minimum of its own runs: 9.6 GB/s float4 "
-                              "reads on a Zen 4 VM whose contiguous reads ran 33-47); GPUs as before, interleaved"),
+    "bandwidth.by_width": (2, "on a CPU one vector per work-item (layout contiguous); every kind and width in "
+                              "alternation, each the 10th percentile of its runs (v1: 16 vectors per work-item "
+                              "strided by the global size on a CPU too, each kernel the minimum of its own runs: "
+                              "9.6 GB/s float4 reads on a Zen 4 VM whose contiguous reads ran 33-47)"),
     "bandwidth.working_set_curve": (2, "on a CPU contiguous float16 reads summed in halves, every size in "
                                        "two passes, each size its fastest run (v1: strided float4 whose 15-add "
                                        "sums held every size to 30 GB/s: no cache seen below 128 MiB)"),

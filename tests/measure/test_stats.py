@@ -6,7 +6,7 @@ from scipy import stats
 
 from gpuprofiler.measure.engine import sample
 from gpuprofiler.measure.policy import TimingPolicy
-from gpuprofiler.measure.stats import dominant_fastest, median_interval, quantile_interval, summarize
+from gpuprofiler.measure.stats import median_interval, quantile_interval, summarize
 
 
 @given(st.lists(st.floats(1e-9, 1.0), min_size=1, max_size=300))
@@ -128,28 +128,3 @@ def test_modelling_figure_is_the_low_quantile_with_its_interval():
     assert s.model_ci_low == s.model_ci_high == 1.0 and s.model_ci_coverage >= 0.95
     assert s.tight("model", 0.01, 0.95) and not s.tight("median", 0.01, 0.95)
 
-
-# ---- a bandwidth's figure: the fastest run of the dominant mode ---------------------------------------------------
-
-def test_a_unimodal_set_gives_its_minimum():
-    rng = np.random.default_rng(1)
-    xs = 0.03 * (1 + 0.02 * rng.standard_normal(40))
-    assert dominant_fastest(xs) == pytest.approx(float(np.min(xs)), rel=0, abs=0)
-
-
-def test_a_burst_of_fast_runs_sets_no_figure():
-    """A fast state held for a few of the runs (a shared memory's burst) is a mode of its own: the figure is the
-    fastest run of the mode holding most runs."""
-    rng = np.random.default_rng(2)
-    slow = 0.046 * (1 + 0.01 * rng.standard_normal(30))
-    burst = 0.030 * (1 + 0.01 * rng.standard_normal(8))
-    got = dominant_fastest(np.concatenate([slow, burst]))
-    assert got == pytest.approx(float(slow.min()), rel=0, abs=0)
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(1e-6, 1.0), min_size=1, max_size=60))
-def test_the_dominant_fastest_is_one_of_the_samples(xs):
-    got = dominant_fastest(xs)
-    assert got in xs
-    assert min(xs) <= got <= max(xs)
