@@ -23,10 +23,10 @@ the same in both:
   memory's read capability (a float read kernel is held by its guard, not by memory). A CPU writes a line it
   does not hold by reading it first (write-allocate): its DRAM time is what the cores wait to read, the bytes
   they read plus the lines they write without having read them, over the bandwidth of that mix, while the
-  write-backs drain behind (:func:`cpu_fills_only`). Measured on that VM, in its slow and fast memory states alike,
-  this put scale, vadd, saxpy (which writes the lines it read) and an in-place increment within 10% of their
-  times from one read bandwidth. An older CPU profile (strided bandwidth kernels) keeps the kinds' best figure,
-  for kinds that write over the widths whose stores fill less than a 64-byte line.
+  write-backs drain behind (:func:`cpu_fills_only`). On that VM, in a slow and a fast memory state alike, loads
+  plus fills over one read bandwidth gave vadd, saxpy (which writes the lines it read) and scale's times within
+  -4..+16% (``benchmarks/cpu_streams.py``). An older CPU profile (strided bandwidth kernels) keeps the kinds' best
+  figure, for kinds that write over the widths whose stores fill less than a 64-byte line.
 """
 
 from __future__ import annotations
