@@ -216,6 +216,63 @@ def working_set_curve(backend: Any, buf: Any, out: Any, count: int, quick: bool,
             "streaming_llc_bytes": entry(knee, "B", method) if knee else failed("B", method, "no cache regime seen")}
 
 
+STREAMS_SOURCE = r"""
+KERNEL void rows(GLOBAL const float *a, GLOBAL float *out, long row, float never) {
+    float v = a[(long)get_global_id(1) * row + (long)get_global_id(0)];
+    if (v == never) out[0] = v;
+}
+"""
+STREAM_COUNTS = (4, 8, 16, 24, 32, 48, 64)
+STREAM_RATIO = 1.2  # a count of streams costs at most this much more per line than one stream: the core follows them
+STREAM_ROW = 17408  # floats between the rows: 68 KiB, 17 pages, a multiple of every group's width (16 x 64)
+
+
+def stream_capacity(backend: Any, buf: Any, out: Any, count: int, quick: bool, progress: Progress) -> dict:
+    """How many sequential streams a CPU core follows at the speed of one: a 2-D work-group of 16 x K work-items
+    reads one 64-byte line of each of K rows 68 KiB apart, and the groups walk along the rows, so each core streams
+    through K pages at once (a 2-D stencil's tile: K rows); against groups of 16K x 1, the same work-items and
+    lines from one row (which prices the groups themselves). Prefetchers follow a limited number of streams: past
+    them each line is a demand miss, a scattered read (a 5-point stencil in 16 x 16 groups, 34 rows at once, ran
+    1.5-2x its 256 x 1 time on a Zen 4 VM, whose curve doubles from 16 to 24 streams). ``bandwidth.streams`` is the
+    largest K whose tile-over-row ratio stays within ``STREAM_RATIO`` of the fewest streams'."""
+    local_max = backend.info.max_work_group_size
+    counts = [k for k in STREAM_COUNTS if 16 * k <= local_max]
+    rows = count // STREAM_ROW
+    rows -= rows % max(counts)
+    if not counts or rows < max(counts):
+        return {}
+    say(progress, f"bandwidth: {counts[0]} .. {counts[-1]} streams at once per work-group (a 2-D tile's rows)")
+    kernel = build(backend, STREAMS_SOURCE, "rows")
+    engine = Engine(bench(quick, 0.3, 0.05).but(min_samples=5))
+    args = [buf, out, np.int64(STREAM_ROW), np.float32(-1.0)]
+
+    def run(local: tuple[int, int]):
+        def once() -> float:
+            event = engine.launch_once(backend, kernel, (STREAM_ROW, rows), local, args)
+            backend.finish()
+            return event.seconds()
+        return once
+
+    shapes = [shape for k in counts for shape in ((16, k), (16 * k, 1))]
+    timings = engine.interleave([run(shape) for shape in shapes])
+    curve, capacity = [], None
+    base = timings[0].device.model / timings[1].device.model
+    for i, k in enumerate(counts):
+        tile, row = timings[2 * i].device.model, timings[2 * i + 1].device.model
+        ratio = tile / row / base
+        curve.append({"streams": k, "tile_s": tile, "row_s": row, "ratio": ratio})
+        if ratio <= STREAM_RATIO and (capacity is None or capacity == counts[i - 1]):
+            capacity = k
+    method = (f"the largest K whose read of {rows} rows 68 KiB apart in 16 x K work-groups (K streams per core), "
+              f"over the same in 16K x 1 groups (one row: the groups' own cost), is at most {STREAM_RATIO}x that "
+              f"ratio at {counts[0]} streams; 10th percentiles, the shapes in alternation")
+    if capacity is None:
+        return {"stream_curve": curve, "streams": failed("streams", method, "no count of streams kept the speed "
+                                                                            f"of {counts[0]}")}
+    say(progress, f"bandwidth: a core follows {capacity} streams at the speed of one")
+    return {"stream_curve": curve, "streams": entry(float(capacity), "streams", method)}
+
+
 def peak_bps(info: Any) -> float | None:
     """Theoretical DRAM bandwidth from the memory clock and bus width (double data rate), where known."""
     mhz = info.extra.get("memory_clock_mhz")
@@ -287,6 +344,8 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     result: dict[str, Any] = {"by_width": by_width, "array_bytes": array_bytes, "peak_Bps": peak, "layout": lay}
     result.update(working_set_curve(backend, bufs[0], out, count, quick, progress))
     result.update(gather_cost(backend, bufs[0], out, count, quick, llc_bytes, progress))
+    if lay == "contiguous":
+        result.update(stream_capacity(backend, bufs[0], out, count, quick, progress))
     for kind in KINDS:
         ok = {w: e for w, e in by_width[kind].items() if e["status"] == "ok"}
         if ok:

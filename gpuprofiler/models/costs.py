@@ -157,7 +157,7 @@ def dram_bandwidth(profile, read_bytes: float, write_bytes: float, width_bytes: 
     points = []
     for kind, f in MIXES:
         fig = _kind(hw, kind, width_bytes)
-        if fig.ok and fig.value > 0:
+        if fig.ok and fig.value > 0 and np.isfinite(1.0 / fig.value):  # a denormal bandwidth is no figure
             points.append((f, fig))
     if not points:
         if default is None:
@@ -165,8 +165,11 @@ def dram_bandwidth(profile, read_bytes: float, write_bytes: float, width_bytes: 
         return Figure(float(default), "reference board bandwidth (the profile measured none)")
     xs = np.array([p[0] for p in points])
     per_byte = np.array([1.0 / p[1].value for p in points])
-    lo = np.array([1.0 / p[1].bounds()[1] for p in points])
-    hi = np.array([1.0 / p[1].bounds()[0] for p in points])
+    with np.errstate(divide="ignore", over="ignore"):
+        lo = np.array([1.0 / p[1].bounds()[1] for p in points])
+        hi = np.array([1.0 / p[1].bounds()[0] for p in points])
+    lo = np.where(np.isfinite(lo), lo, per_byte)
+    hi = np.where(np.isfinite(hi), hi, per_byte)
     value = 1.0 / float(np.interp(frac, xs, per_byte))
     interval = (1.0 / float(np.interp(frac, xs, hi)), 1.0 / float(np.interp(frac, xs, lo)))
     width = f", {width_bytes:g}-byte accesses" if width_bytes else ""

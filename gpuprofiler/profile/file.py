@@ -110,7 +110,9 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       recorded; "contiguous": one vector per work-item, a CPU's),
                       working_set_curve[] (bytes, Bps), streaming_llc_bytes (where reads fall to memory speed),
                       gather_s (a read at a random address far beyond the caches over the same read near: the
-                      cost of a gathered line's miss with the device full of them)
+                      cost of a gathered line's miss with the device full of them); on a CPU streams (sequential
+                      streams a core follows at the speed of one) and stream_curve[] (streams, tile_s, row_s,
+                      ratio)
   transfer            htod_Bps, dtoh_Bps (pageable), htod_pinned_Bps, dtoh_pinned_Bps (where the API
                       allows), latency_s (smallest copy)
   caches              [{level, name, size_bytes, latency_s, latency_cycles}] detected as knees of latency_curve;
@@ -416,6 +418,8 @@ class _Validator:
         bandwidth = data.get("bandwidth") or {}
         self.points(bandwidth.get("working_set_curve"), "bandwidth.working_set_curve", ("bytes",), ("Bps",))
         self.points((data.get("tlb") or {}).get("curve"), "tlb.curve", ("pages",), ("packed_s", "spread_s"))
+        self.points(bandwidth.get("stream_curve"), "bandwidth.stream_curve", ("streams", "tile_s", "row_s"),
+                    ("ratio",))
         for curve in ("overlap_curve", "loopfree_curve"):
             self.points((data.get("concurrency") or {}).get(curve), f"concurrency.{curve}",
                         ("ops", "overlap"), ("seconds", "op_s", "work_items"))

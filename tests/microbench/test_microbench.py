@@ -184,6 +184,25 @@ def test_overlap_curve_on_a_cpu(pocl):
     assert 1e-10 < points[-1]["op_s"] < 1e-8
 
 
+def test_a_cpu_core_follows_a_limited_number_of_streams(pocl):
+    """Reading K rows at once per work-group against one row with as many work-items: the curve has every count,
+    each ratio positive; where the capacity is found, every count up to it costs at most STREAM_RATIO times one
+    row, and the next one more (a capacity, not a count that happened to pass)."""
+    count = 64 << 20
+    buf = pocl.to_device(np.random.default_rng(2).random(count, dtype=np.float32))[0]
+    out = pocl.alloc(4 << 10)
+    got = bandwidth.stream_capacity(pocl, buf, out, count, True, None)
+    curve = got["stream_curve"]
+    assert [p["streams"] for p in curve] == list(bandwidth.STREAM_COUNTS)
+    assert all(p["tile_s"] > 0 and p["row_s"] > 0 and p["ratio"] > 0 for p in curve)
+    assert curve[0]["ratio"] == pytest.approx(1.0, rel=1e-12)  # the fewest streams are the reference
+    k = got["streams"]["value"]
+    assert got["streams"]["status"] == "ok" and k >= bandwidth.STREAM_COUNTS[0]
+    assert all(p["ratio"] <= bandwidth.STREAM_RATIO for p in curve if p["streams"] <= k)
+    beyond = [p for p in curve if p["streams"] > k]
+    assert not beyond or beyond[0]["ratio"] > bandwidth.STREAM_RATIO
+
+
 def test_loop_free_chains_run_in_vector_lanes_on_a_cpu(pocl):
     """Straight-line chains are vectorised across work-items: past the shortest, more of them at once than the
     looped chains of the overlap curve ever are (8 operations: 6-7 looped on the VMs here)."""
@@ -231,6 +250,7 @@ def test_calibrate_quick_writes_the_profile(tmp_path):
     assert len(p.data["concurrency"]["overlap_curve"]) == len(concurrency.OVERLAP_ITERS)
     assert len(p.data["concurrency"]["loopfree_curve"]) == len(concurrency.LOOPFREE_OPS)
     assert p.get("instructions.barrier_scalar.latency_s") > 0 and p.data["bandwidth"]["layout"] == "contiguous"
+    assert len(p.data["bandwidth"]["stream_curve"]) == len(bandwidth.STREAM_COUNTS)
     assert p.data["method_versions"]["bandwidth.by_width"] == 2
     assert p.data["caches"] and all(c["size_bytes"] > 0 and c["latency_s"] > 0 for c in p.data["caches"])
     assert p.get("instructions.float_fma.latency_cycles") >= 1

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuprofiler.models.cache.reuse import next_and_first_use
+from gpuprofiler.models.cache.reuse import next_and_first_use, stack_distances
 from gpuprofiler.models.cache.statcache import stack_distance_of, statcache, statstack
 from gpuprofiler.models.cache.streams import Order, Stream, device_order, windows
 from gpuprofiler.profile.hardware import view
 
 RATE = 1e-3
+_GOLDEN = np.int64(0x9E3779B97F4A7C15 - (1 << 64))  # Fibonacci hashing's multiplier, as a wrapping int64
 PAGE_BYTES = 4096  # the TLB's unit: a 4 KiB page (Linux gives a kernel's buffers those unless asked otherwise)
 MIN_SAMPLES = 4000  # below this many the rate is raised (a small launch is sampled densely)
 
@@ -222,10 +223,9 @@ class Samples:
         per_page = max(1, PAGE_BYTES // self.line_bytes)
         if sets <= per_page:
             return lines % sets
-        colours = sets // per_page
-        pages = (lines // per_page).astype(np.uint64)
-        colour = ((pages * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) % np.uint64(colours)
-        return (lines % per_page + per_page * colour.astype(np.int64)).astype(np.int64)
+        shift = per_page.bit_length() - 1  # lines and pages are powers of two: shifts and masks, not divisions
+        colour = ((np.asarray(lines, dtype=np.int64) >> shift) * _GOLDEN) >> 40 & (sets // per_page - 1)
+        return (lines & (per_page - 1)) | (colour << shift)
 
     def set_misses(self, ways: int, sets: int, sd: np.ndarray) -> np.ndarray:
         """Per sample, whether a cache of ``sets`` sets of ``ways`` lines (LRU in each set) misses its next use: the
@@ -235,11 +235,14 @@ class Samples:
         for d, lines, pos, stream, distinct in zip(self.distances, self.lines, self.positions, self.streams,
                                                    self.distinct):
             counts = np.bincount(self.set_of(distinct, sets), minlength=sets)
-            part = sd[at: at + len(d)] * counts[self.set_of(lines, sets)] / max(len(distinct), 1) >= ways
+            line_sets = self.set_of(lines, sets)
+            part = sd[at: at + len(d)] * counts[line_sets] / max(len(distinct), 1) >= ways
             near = np.flatnonzero(np.isfinite(d) & (d <= NEAR))
+            stream_sets = self.set_of(stream, sets) if len(near) else stream
             for k in near:
-                between = stream[pos[k] + 1: pos[k] + 1 + int(d[k])]
-                same = between[self.set_of(between, sets) == self.set_of(lines[k:k + 1], sets)[0]]
+                lo, hi = pos[k] + 1, pos[k] + 1 + int(d[k])
+                between = stream[lo:hi]
+                same = between[stream_sets[lo:hi] == line_sets[k]]
                 part[k] = len(np.unique(same)) >= ways
             out.append(part)
             at += len(d)
@@ -286,11 +289,19 @@ def later_hits(samples: Samples, names: list[str], footprints: dict[str, int], a
 PAGE = 4096
 
 
-def scattered_lines(samples: Samples, names: list[str], line_bytes: int) -> dict[str, float]:
-    """Per buffer, the share of the new lines each unit touches (in the order it first touches them) that lie in
-    another 4 KiB page than its previous new line of that buffer: ~0 for a stream (a page change every
-    4096 / line lines), ~1 for a gather or a walk with a stride of a page or more. ``samples``: the private
-    levels' (one stream per unit)."""
+def scattered_lines(samples: Samples, names: list[str], line_bytes: int,
+                    streams: int | None = None) -> dict[str, float]:
+    """Per buffer, the share of the new lines each unit touches (in the order it first touches them) that no
+    prefetcher brings: ~0 for a stream (a page change every 4096 / line lines), ~1 for a gather or a walk with a
+    stride of a page or more. ``samples``: the private levels' (one stream per unit).
+
+    With ``streams`` (the profile's ``bandwidth.streams``: how many sequential streams a CPU core follows), a new
+    line is streamed when its 4 KiB page is among the last ``streams`` distinct pages the unit touched, over all its
+    buffers (a 2-D tile's rows are as many streams as rows: 34 for a 5-point stencil in 16 x 16 groups, past the
+    16-24 a Zen 4 core follows), and the first line of a page is a demand miss. Without it, a new line in another
+    page than the unit's previous new line of that buffer is scattered."""
+    if streams:
+        return _beyond_streams(samples, names, line_bytes, int(streams))
     jumps = np.zeros(len(names))
     total = np.zeros(len(names))
     for lines, owner in zip(samples.first_lines, samples.first_arrays):
@@ -303,6 +314,28 @@ def scattered_lines(samples: Samples, names: list[str], line_bytes: int) -> dict
         moved = same & (pages[1:] != pages[:-1])
         jumps += np.bincount(owner[1:][moved], minlength=len(names))[:len(names)]
         total += np.bincount(owner[1:][same], minlength=len(names))[:len(names)]
+    return {n: float(jumps[i] / total[i]) for i, n in enumerate(names) if total[i] > 0}
+
+
+def _beyond_streams(samples: Samples, names: list[str], line_bytes: int, streams: int) -> dict[str, float]:
+    """:func:`scattered_lines` with a core that follows ``streams`` pages at once: each unit's new lines, in the
+    order it first touches them, scattered where their page's LRU stack distance among the unit's pages is at
+    least ``streams`` or the page is new."""
+    jumps = np.zeros(len(names))
+    total = np.zeros(len(names))
+    for lines, owner in zip(samples.first_lines, samples.first_arrays):
+        if len(lines) == 0:
+            continue
+        pages = lines * line_bytes // PAGE
+        # runs of the same page are one touch of it (distance 0)
+        start = np.concatenate([[True], pages[1:] != pages[:-1]])
+        runs = pages[start]
+        dist = stack_distances(runs)
+        far = (dist < 0) | (dist >= streams)
+        first = np.zeros(len(lines), bool)
+        first[np.flatnonzero(start)] = far
+        jumps += np.bincount(owner[first], minlength=len(names))[:len(names)]
+        total += np.bincount(owner, minlength=len(names))[:len(names)]
     return {n: float(jumps[i] / total[i]) for i, n in enumerate(names) if total[i] > 0}
 
 
@@ -416,8 +449,16 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
     return CacheAnalysis(order, levels, accesses, int(len(priv_d) + len(shared_d)), eff_rate, priv_d, shared_d,
                          priv_a, shared_a, names, len(streams), window_len, float(np.mean(coh)) * accesses,
                          float(np.mean(shared_lines)), unknown, notes, private.cold, shared_s.cold,
-                         scattered_lines(private, names, order.line_bytes), reach, tlb_ratio, tlb_ratio * accesses,
+                         scattered_lines(private, names, order.line_bytes, prefetched_streams(profile)), reach,
+                         tlb_ratio, tlb_ratio * accesses,
                          tlb_cost, alternates)
+
+
+def prefetched_streams(profile) -> int | None:
+    """How many sequential streams a CPU core follows (``bandwidth.streams``); None off a CPU or unmeasured."""
+    hw = view(profile)
+    fig = hw.figure("bandwidth.streams")
+    return int(fig.value) if hw.kind == "cpu" and fig.ok and fig.value >= 1 else None
 
 
 def tlb_curve(profile) -> tuple[np.ndarray, np.ndarray] | None:

@@ -6,7 +6,7 @@ from conftest import H100_PROFILE, KERNELS, POCL_PROFILE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuprofiler.models.cache.analysis import Samples, analyse, cache_levels
+from gpuprofiler.models.cache.analysis import Samples, analyse, cache_levels, scattered_lines
 from gpuprofiler.models.cache.reuse import lru_miss_ratio, reuse_distances
 from gpuprofiler.models.cache.statcache import statstack
 from gpuprofiler.models.cache.streams import Order, device_order, launch_groups, window
@@ -166,3 +166,20 @@ def test_a_column_walk_crowds_some_sets_of_a_physically_indexed_level():
     counts = np.bincount(s.set_of(walk, 1024), minlength=1024)
     assert np.bincount(walk % 1024, minlength=1024).max() == 16
     assert counts.sum() == 512 and counts.max() > 16
+
+
+@pytest.mark.parametrize("rows,streams,share", [(8, 16, 1 / 64), (16, 16, 1 / 64), (17, 16, 1.0), (34, 24, 1.0)])
+def test_a_tiles_rows_are_streams_a_core_follows_up_to_its_capacity(rows, streams, share):
+    """A unit walking ``rows`` rows a line at a time, round robin (a 2-D tile's rows): with a core that follows
+    ``streams`` pages at once, only each page's first line is scattered while the rows fit; past them, every line."""
+    s = Samples(line_bytes=64)
+    steps = 256
+    lines = (np.arange(rows)[None, :] * 1000 + np.arange(steps)[:, None]).ravel()  # rows 64 KB apart
+    s.first_lines.append(lines.astype(np.int64))
+    s.first_arrays.append(np.zeros(len(lines), dtype=np.int64))
+    got = scattered_lines(s, ["a"], 64, streams)["a"]
+    pages = len(np.unique(lines // 64))
+    want = pages / len(lines) if share < 1 else 1.0
+    assert got == pytest.approx(want, rel=1e-12)
+    # without a capacity: a new line in another page than the unit's previous one of that buffer
+    assert scattered_lines(s, ["a"], 64)["a"] == pytest.approx(1.0 if rows > 1 else 1 / 64, rel=1e-12)
