@@ -52,6 +52,9 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
     "bandwidth.working_set_curve": (2, "on a CPU contiguous float16 reads summed in halves, every size in "
                                        "two passes, each size its fastest run (v1: strided float4 whose 15-add "
                                        "sums held every size to 30 GB/s: no cache seen below 128 MiB)"),
+    "bandwidth.streaming_llc_bytes": (2, "the working-set curve's knee among sets at most 1.25x the cache the "
+                                         "driver reports (v1: any set, so a burst of a shared memory's fast state "
+                                         "at 64 MiB put a 32 MiB L3 at 64 MiB)"),
     "latency_curve": (2, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
                          "the modelling figure; the sizes from a quarter of the last level to its size pooled over "
                          "three passes (v1: chases shorter than the cycle found part of it cold in the shorter run "

@@ -156,6 +156,19 @@ def test_a_cpu_reads_a_prefix_that_fits_its_caches_faster_than_memory(pocl):
     assert "contiguous" in got["streaming_llc_bytes"]["method"]
 
 
+def test_the_streaming_knee_is_no_larger_than_a_cache_the_device_has():
+    """Run S's curve (a Zen 4 VM whose driver reports 32 MiB): 64 MiB read 1.32x faster than 512 MiB, a burst of
+    the memory's fast state, not a cache; with the reported size the knee is 32 MiB, without it 64 MiB."""
+    gbps = [71.8, 77.2, 79.1, 76.0, 77.4, 59.2, 42.5, 33.7, 33.4, 32.2]
+    curve = [{"bytes": 1 << (20 + k), "Bps": v * 1e9} for k, v in enumerate(gbps)]
+    assert bandwidth.streaming_knee(curve) == 64 << 20
+    assert bandwidth.streaming_knee(curve, reported=32 << 20) == 32 << 20
+    assert bandwidth.streaming_knee(curve, reported=(32 << 20) * 1.25 + 1) == 32 << 20
+    assert bandwidth.streaming_knee(curve, reported=1 << 19) is None  # nothing small enough is a candidate
+    flat = [{"bytes": 1 << (20 + k), "Bps": 30e9} for k in range(5)]
+    assert bandwidth.streaming_knee(flat, reported=32 << 20) is None
+
+
 def test_a_gathered_read_costs_more_than_a_near_one(pocl):
     """Random reads over 64 MiB against the same reads over 16 KiB: a positive cost per read, below a microsecond
     (generous: a DRAM miss on any device), with its interval around it; the far reads were the slower."""

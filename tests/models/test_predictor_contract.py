@@ -32,6 +32,16 @@ def made_up_sweep(item) -> Sweep:
     return Sweep(item.name, "app" if item.__class__.__name__ == "App" else "kernel", sizes, phases, totals)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def short_cache_analyses():
+    """Cache analyses of a few thousand sampled accesses: the contract is about shapes, and the full budget's
+    analyses of ~30 items x 8 sizes x 2 profiles took most of the suite's time."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("gpuprofiler.models.fractal.misses.BUDGET", 1 << 14)
+        mp.setattr("gpuprofiler.models.maxplus.predictor.ANALYSIS_BUDGET", 1 << 14)
+        yield
+
+
 @pytest.fixture(scope="module")
 def profiles():
     return {k: (load_profile(v) if v else None) for k, v in PROFILES.items()}

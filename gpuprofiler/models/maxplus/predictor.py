@@ -19,6 +19,8 @@ from gpuprofiler.workloads.apps import App
 from gpuprofiler.workloads.spec import KernelSpec
 from gpuprofiler.workloads.trace import TracedLaunch, trace_app
 
+ANALYSIS_BUDGET = 1 << 21  # sampled accesses per window of a launch's cache analysis
+
 
 class MaxPlusPredictor(Predictor):
     """One kernel's time from its max-plus graph (the overlap model by default).
@@ -105,7 +107,7 @@ class MaxPlusPredictor(Predictor):
         """A launch's cache analysis, or None where its accesses cannot be followed."""
         per_item = sum(1 for g in kernel.fragments for a in g.arcs if a.kind in ("read", "write"))
         try:
-            return analyse(launch, self.profile_, budget=1 << 21, count=2, backend=self.kind_, per_item=per_item)
+            return analyse(launch, self.profile_, budget=ANALYSIS_BUDGET, count=2, backend=self.kind_, per_item=per_item)
         except (UserError, ValueError):
             return None
 
