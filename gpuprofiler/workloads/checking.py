@@ -71,8 +71,9 @@ def _chunks(check: CheckSpec, before: dict[str, Any], sizes: dict[str, Any], siz
 
 def _errors(got: np.ndarray, expect: np.ndarray, atol: float, rtol: float):
     """|got - expect|, the allowed bound, and where it is exceeded (NaN, poison left behind, counts as bad)."""
-    err = np.abs(got.astype(np.float64) - expect)
-    bound = atol + rtol * np.abs(expect)
+    with np.errstate(over="ignore", invalid="ignore"):  # an infinite error is a failed element, not a warning
+        err = np.abs(got.astype(np.float64) - expect)
+        bound = atol + rtol * np.abs(expect)
     return err, bound, ~(err <= bound)
 
 
