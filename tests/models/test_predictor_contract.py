@@ -34,8 +34,8 @@ def made_up_sweep(item) -> Sweep:
 
 @pytest.fixture(scope="module", autouse=True)
 def short_cache_analyses():
-    """Cache analyses of a few thousand sampled accesses: the contract is about shapes, and the full budget's
-    analyses of ~30 items x 8 sizes x 2 profiles took most of the suite's time."""
+    """Cache analyses over windows of 2^14 accesses: the contract is about shapes, and the full windows' analyses
+    of ~30 items x 8 sizes x 2 profiles took most of the suite's time."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("gpuprofiler.models.fractal.misses.BUDGET", 1 << 14)
         mp.setattr("gpuprofiler.models.maxplus.predictor.ANALYSIS_BUDGET", 1 << 14)
