@@ -7,16 +7,16 @@ from gpuprofiler.profile.file import Profile, entry
 from gpuprofiler.profile.hardware import view
 
 
-def _profile(device_type: str) -> Profile:
-    def kind(**widths):
-        return {w: entry(v, "B/s", f"float{w}") for w, v in widths.items()}
-
-    by_width = {"read": kind(**{"4": 30e9, "8": 37e9, "16": 46e9}),
-                "write": kind(**{"4": 16e9, "8": 31e9, "16": 48e9}),
-                "copy": kind(**{"4": 23e9, "8": 36e9, "16": 58e9}),
-                "triad": kind(**{"4": 23e9, "8": 37e9, "16": 52e9})}
+def _bandwidths(device_type: str, figures: dict[str, dict[str, float]], **bandwidth) -> Profile:
+    """A profile with these bandwidths by kind and width (GB/s), each kind's best as its figure."""
+    by_width = {k: {w: entry(v * 1e9, "B/s", f"float{w}") for w, v in widths.items()} for k, widths in figures.items()}
     best = {f"{k}_Bps": entry(max(e["value"] for e in v.values()), "B/s", f"best {k}") for k, v in by_width.items()}
-    return Profile({"device": {"type": device_type}, "bandwidth": {"by_width": by_width, **best}})
+    return Profile({"device": {"type": device_type}, "bandwidth": {"by_width": by_width, **bandwidth, **best}})
+
+
+def _profile(device_type: str) -> Profile:
+    return _bandwidths(device_type, {"read": {"4": 30, "8": 37, "16": 46}, "write": {"4": 16, "8": 31, "16": 48},
+                                     "copy": {"4": 23, "8": 36, "16": 58}, "triad": {"4": 23, "8": 37, "16": 52}})
 
 
 @pytest.mark.parametrize("read,write,expected", [
@@ -40,15 +40,9 @@ def test_a_gpu_without_an_access_width_keeps_the_best_figure():
 
 def _contiguous_cpu() -> Profile:
     """A CPU profile measured the way CPU kernels run: one float, float4 or float16 per work-item."""
-    def kind(**widths):
-        return {w: entry(v, "B/s", f"float{w}") for w, v in widths.items()}
-
-    by_width = {"read": kind(**{"1": 16e9, "4": 34e9, "16": 35e9}),
-                "write": kind(**{"1": 27e9, "4": 28e9, "16": 27e9}),
-                "copy": kind(**{"1": 33e9, "4": 36e9, "16": 33e9}),
-                "triad": kind(**{"1": 36e9, "4": 38e9, "16": 35e9})}
-    best = {f"{k}_Bps": entry(max(e["value"] for e in v.values()), "B/s", f"best {k}") for k, v in by_width.items()}
-    return Profile({"device": {"type": "CPU"}, "bandwidth": {"by_width": by_width, "layout": "contiguous", **best}})
+    return _bandwidths("CPU", {"read": {"1": 16, "4": 34, "16": 35}, "write": {"1": 27, "4": 28, "16": 27},
+                               "copy": {"1": 33, "4": 36, "16": 33}, "triad": {"1": 36, "4": 38, "16": 35}},
+                       layout="contiguous")
 
 
 @pytest.mark.parametrize("read,write,width,expected", [

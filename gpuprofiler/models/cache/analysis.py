@@ -154,6 +154,7 @@ class Samples:
     stream_arrays: list[np.ndarray] = field(default_factory=list)  # per stream: the buffer of every access
     first_lines: list[np.ndarray] = field(default_factory=list)    # per stream: its new lines, in time order
     first_arrays: list[np.ndarray] = field(default_factory=list)   # and their buffers
+    line_bytes: int = 64  # the streams' line size (for the page of a line)
 
     def add(self, lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator,
             writes: np.ndarray | None = None) -> None:
@@ -211,8 +212,6 @@ class Samples:
                 by_array[n] = float(share)
         write_share = (cold_w / pop + per_reused * np.count_nonzero(hot & w)) / ratio
         return float(ratio), by_array, float(write_share), float(per_reused * np.count_nonzero(hot & w))
-
-    line_bytes: int = 64  # the streams' line size (for the page of a line)
 
     def set_of(self, lines: np.ndarray, sets: int) -> np.ndarray:
         """The set each line falls in: a cache whose sets span at most a 4 KiB page (a CPU's L1, virtually indexed)
@@ -300,43 +299,44 @@ def scattered_lines(samples: Samples, names: list[str], line_bytes: int,
     buffers (a 2-D tile's rows are as many streams as rows: 34 for a 5-point stencil in 16 x 16 groups, past the
     16-24 a Zen 4 core follows), and the first line of a page is a demand miss. Without it, a new line in another
     page than the unit's previous new line of that buffer is scattered."""
-    if streams:
-        return _beyond_streams(samples, names, line_bytes, int(streams))
+    far = _beyond_streams(line_bytes, int(streams)) if streams else _page_jumps(line_bytes)
     jumps = np.zeros(len(names))
     total = np.zeros(len(names))
     for lines, owner in zip(samples.first_lines, samples.first_arrays):
+        jumped, counted = far(lines, owner)
+        jumps += np.bincount(jumped, minlength=len(names))[:len(names)]
+        total += np.bincount(counted, minlength=len(names))[:len(names)]
+    return {n: float(jumps[i] / total[i]) for i, n in enumerate(names) if total[i] > 0}
+
+
+def _page_jumps(line_bytes: int):
+    """Per unit: the buffers of its new lines in another page than its previous new line of the same buffer, and
+    of every new line that has such a previous one."""
+    def far(lines: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if len(lines) < 2:
-            continue
+            return owner[:0], owner[:0]
         by = np.argsort(owner, kind="stable")  # per buffer, in first-touch order
         lines, owner = lines[by], owner[by]
         pages = lines * line_bytes // PAGE
         same = owner[1:] == owner[:-1]
-        moved = same & (pages[1:] != pages[:-1])
-        jumps += np.bincount(owner[1:][moved], minlength=len(names))[:len(names)]
-        total += np.bincount(owner[1:][same], minlength=len(names))[:len(names)]
-    return {n: float(jumps[i] / total[i]) for i, n in enumerate(names) if total[i] > 0}
+        return owner[1:][same & (pages[1:] != pages[:-1])], owner[1:][same]
+    return far
 
 
-def _beyond_streams(samples: Samples, names: list[str], line_bytes: int, streams: int) -> dict[str, float]:
-    """:func:`scattered_lines` with a core that follows ``streams`` pages at once: each unit's new lines, in the
-    order it first touches them, scattered where their page's LRU stack distance among the unit's pages is at
-    least ``streams`` or the page is new."""
-    jumps = np.zeros(len(names))
-    total = np.zeros(len(names))
-    for lines, owner in zip(samples.first_lines, samples.first_arrays):
+def _beyond_streams(line_bytes: int, streams: int):
+    """Per unit, with a core that follows ``streams`` pages at once: the buffers of its new lines whose page's LRU
+    stack distance among the unit's pages is at least ``streams`` or which is new, and of every new line."""
+    def far(lines: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if len(lines) == 0:
-            continue
+            return owner, owner
         pages = lines * line_bytes // PAGE
         # runs of the same page are one touch of it (distance 0)
         start = np.concatenate([[True], pages[1:] != pages[:-1]])
-        runs = pages[start]
-        dist = stack_distances(runs)
-        far = (dist < 0) | (dist >= streams)
+        dist = stack_distances(pages[start])
         first = np.zeros(len(lines), bool)
-        first[np.flatnonzero(start)] = far
-        jumps += np.bincount(owner[first], minlength=len(names))[:len(names)]
-        total += np.bincount(owner, minlength=len(names))[:len(names)]
-    return {n: float(jumps[i] / total[i]) for i, n in enumerate(names) if total[i] > 0}
+        first[np.flatnonzero(start)] = (dist < 0) | (dist >= streams)
+        return owner[first], owner
+    return far
 
 
 def geometry(name: str, size: float, order: Order) -> tuple[int, int]:

@@ -650,7 +650,6 @@ class Interpreter:
 
     def loop(self, s) -> None:
         c = self.c
-        graph = self.b.g
         if s.init is not None:
             self.stmt(s.init)
         var = _loop_var(s, c)
@@ -689,8 +688,7 @@ class Interpreter:
                 self.stmt(s.next)
             if var is not None and isinstance(self.b.env.get(var), Data):
                 raise self.b.error(s, f"loop variable {var!r} is computed from loaded data")
-        if trips > UNROLLED_TRIPS and not _has_barrier(s.stmt):
-            graph.looped = True
+        self._looping(s, trips)
 
     def counted_loop(self, s, var: str, start, op: str, bound, step: int) -> None:
         """A loop whose bounds vary over the work-items: unrolled for the mean trip count of the sampled

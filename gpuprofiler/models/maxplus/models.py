@@ -452,17 +452,18 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
         cached.append(replace(p, values={**p.values, "t": t_c, "T": min(t_c, p.values.get("T", t_c))}))
     per_group = np.zeros(len(plist))
     parts = []
+    lanes = [vector_lanes(g) for g in timed]
     for k, g in enumerate(timed):
-        ops = len(g.loops) + sum(a.kind in ("read", "write", "local_read", "local_write") for a in g.arcs)
-        overlap, source = cpu_overlap(hw, float(ops), lanes=vector_lanes(g))
+        ops = len(g.loops) + sum(a.kind in ACCESSES for a in g.arcs)
+        overlap, source = cpu_overlap(hw, float(ops), lanes=lanes[k])
         path = _fragment_times(g, kernel, "overlap", cached)
         per_group += group * path / overlap
         parts.append({"fragment": k, "path_s": float(path[0]), "operations": int(ops), "overlap": overlap,
-                      "lanes": vector_lanes(g), "source": source})
+                      "lanes": lanes[k], "source": source})
     # each barrier costs what the region after it does per work-item beyond its path: the profile's barrier whose
     # regions run in vector lanes, or the one whose regions run a work-item at a time
-    for g in timed[1:]:
-        per_group = per_group + (barriers[0] if vector_lanes(g) else barriers[1])
+    for in_lanes in lanes[1:]:
+        per_group = per_group + (barriers[0] if in_lanes else barriers[1])
     details = {"work_groups_per_core": per_core, "group": group, "fragments": parts}
     if misses is not None and getattr(misses, "levels", None):
         stall, source = store_stalls(hw.profile, misses.levels)

@@ -158,6 +158,7 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
         fetched = 1.0 - last.write_share
         dram_read = last.misses * fetched * unit
         scattered_reads = 0.0
+        spread = 0.0  # the share of the last level's missed lines that no prefetcher brings (fills_only)
         if fills_only:
             # a store that misses the last level reads its line first: the stream's fills. A line first touched in
             # another page than the unit's last (a column walk, a 2-D work-group's rows) is no stream's next line:
@@ -174,8 +175,7 @@ def resources(kernel: Kernel, hw: HardwareView, work_items: int, op_seconds: flo
             # a gather's reuses lie as far apart as its array is large, past the sampled windows, which would count
             # them as misses: its traffic stays the rules' (the footprint streamed once, the refetches at the
             # profile's cost of a random sector, their hit rate Hagersten's for uniform reuse over the footprint)
-            dram_read += streamed - last.by_array.get(name, 0.0) * last.misses * fetched * unit * (
-                1.0 - (spread if fills_only else 0.0))
+            dram_read += streamed - last.by_array.get(name, 0.0) * last.misses * fetched * unit * (1.0 - spread)
             scattered_reads += refetched_sectors
         dram_read = max(dram_read, 0.0)
         cached_total = first.misses * (1.0 - first.write_share) * unit
