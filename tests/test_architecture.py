@@ -23,6 +23,7 @@ LAYERS = (
     ("gpuprofiler.calibrate",),
     ("gpuprofiler.models",),
     ("gpuprofiler.validate",),
+    ("gpuprofiler.tune",),
     ("gpuprofiler.report",),
     ("gpuprofiler.testing",),
     ("gpuprofiler.cli", "gpuprofiler.__main__"),

@@ -78,9 +78,10 @@ def add_device(p: argparse.ArgumentParser, what: str = "device id, e.g. opencl:0
     p.add_argument("--device", help=what)
 
 
-def add_timing(p: argparse.ArgumentParser, base: TimingPolicy) -> None:
-    """``--budget --min-samples --rel-ci --warmup``, their defaults from the command's policy."""
-    p.add_argument("--budget", type=float, default=base.budget_s,
+def add_timing(p: argparse.ArgumentParser, base: TimingPolicy, budget_option: str = "--budget") -> None:
+    """``--budget --min-samples --rel-ci --warmup``, their defaults from the command's policy (``budget_option``:
+    another name for ``--budget`` where a command uses that for something else)."""
+    p.add_argument(budget_option, dest="budget", type=float, default=base.budget_s,
                    help=f"seconds of sampling per measurement (default {base.budget_s:g})")
     p.add_argument("--min-samples", type=int, default=base.min_samples,
                    help=f"at least this many samples (default {base.min_samples})")

@@ -20,12 +20,13 @@ from gpuprofiler.cli import (
     measure,
     pipeline,
     profile,
+    tune,
     validate,
 )
 from gpuprofiler.errors import DeviceError, GpuProfilerError
 
 # one module per command, in the order `gpuprofiler --help` lists them
-COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, loops, validate)
+COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, loops, validate, tune)
 
 
 def build_parser() -> argparse.ArgumentParser:

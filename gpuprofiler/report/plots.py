@@ -158,3 +158,48 @@ def plot_miss_ratio(analysis: Any, path: str | Path, title: str = "") -> Path:
     ax.legend(fontsize=8, loc="lower left")
     ax.set_title(title or "miss-ratio curve", fontsize=10)
     return save_figure(fig, path)
+
+
+def plot_tune(rows: list[dict], names: list[str], path: str | Path, title: str = "",
+              values: dict[str, list] | None = None) -> Path:
+    """PNG of a tuning space: with two parameters a grid (colour: the modelling figure; x: failed; blank:
+    restricted or not measured; the axes in the order of ``values``, the space's own); otherwise every measured
+    configuration's figure with its interval, fastest first."""
+    plt = pyplot()
+    ok = [r for r in rows if r["status"] == "ok"]
+    if len(names) == 2:
+        xs = list((values or {}).get(names[0]) or dict.fromkeys(r[names[0]] for r in rows))
+        ys = list((values or {}).get(names[1]) or dict.fromkeys(r[names[1]] for r in rows))
+        grid = np.full((len(ys), len(xs)), np.nan)
+        for r in ok:
+            grid[ys.index(r[names[1]]), xs.index(r[names[0]])] = r["seconds"] * 1e3
+        fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(xs), 1.2 + 0.6 * len(ys)))
+        im = ax.imshow(grid, cmap="viridis_r", aspect="auto")
+        fig.colorbar(im, ax=ax, label="10th percentile (ms)")
+        for r in rows:
+            x, y = xs.index(r[names[0]]), ys.index(r[names[1]])
+            if r["status"] == "ok":
+                ax.text(x, y, f"{r['seconds'] * 1e3:.3g}", ha="center", va="center", fontsize=7, color="white")
+            elif r["status"] == "failed":
+                ax.text(x, y, "x", ha="center", va="center", color="red")
+        best = min(ok, key=lambda r: r["seconds"]) if ok else None
+        if best:
+            ax.add_patch(plt.Rectangle((xs.index(best[names[0]]) - 0.5, ys.index(best[names[1]]) - 0.5), 1, 1,
+                                       fill=False, edgecolor="red", linewidth=2))
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+        ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+        ax.set_xlabel(names[0])
+        ax.set_ylabel(names[1])
+    else:
+        ok = sorted(ok, key=lambda r: r["seconds"])
+        fig, ax = plt.subplots(figsize=(7, 1.5 + 0.22 * len(ok)))
+        y = np.arange(len(ok))
+        t = np.array([r["seconds"] for r in ok]) * 1e3
+        lo = np.array([r["ci_low_s"] for r in ok]) * 1e3
+        hi = np.array([r["ci_high_s"] for r in ok]) * 1e3
+        ax.errorbar(t, y, xerr=[np.maximum(t - lo, 0), np.maximum(hi - t, 0)], fmt="o", ms=3)
+        ax.set_yticks(y, [r["config"] for r in ok], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("10th percentile (ms), 95% interval")
+    ax.set_title(title, fontsize=9)
+    return save_figure(fig, path)

@@ -17,6 +17,12 @@ def builtin_specs() -> list[Path]:
     return sorted(kernels_dir().glob("*.toml"))
 
 
+def builtin_extras() -> list[Path]:
+    """Builtin specs kept out of the validation suite: the sparse ones, whose matrix is chosen per run
+    (``kernels/sparse/``: SpMV on generated families, for ``tune``)."""
+    return sorted((kernels_dir() / "sparse").glob("*.toml"))
+
+
 def builtin_apps() -> list[Path]:
     return sorted(p for p in (kernels_dir() / "apps").glob("*.py") if not p.name.startswith("_"))
 
@@ -27,8 +33,8 @@ def resolve(target: str) -> Path:
     if path.is_file():
         return path
     stem = path.stem
-    for candidate in builtin_specs() + builtin_apps():
+    for candidate in builtin_specs() + builtin_apps() + builtin_extras():
         if candidate.stem == stem and (path.suffix in ("", candidate.suffix)):
             return candidate
-    names = ", ".join(p.stem for p in builtin_specs() + builtin_apps())
+    names = ", ".join(p.stem for p in builtin_specs() + builtin_apps() + builtin_extras())
     raise UserError(f"no spec or app {target!r}: not a file, nor a builtin (builtins: {names})")

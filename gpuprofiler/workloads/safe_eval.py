@@ -24,6 +24,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.workloads.sparse import sell_matvec
 
 MAX_LENGTH = 2000            # characters of one expression
 MAX_DEPTH = 64               # levels of the parsed tree (a sum of 30 terms is 31 levels deep)
@@ -44,6 +45,9 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Pow: operator.pow,
 }
 _UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
+# comparisons and `and` / `or` / `not` (a tuning space's restrictions): 1 for true, 0 for false, numbers only
+_COMPARE: dict[type, Callable[[Any, Any], Any]] = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+                                                   ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
 
 
 def _ceil(x):
@@ -107,6 +111,7 @@ ARRAY_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "where": np.where,
     "sort": _sort,
     "csr_matvec": csr_matvec,
+    "sell_matvec": sell_matvec,
 }
 # array functions whose arguments broadcast against each other (the result has the broadcast shape)
 _BROADCASTING = frozenset(["minimum", "maximum", "where"])
@@ -248,6 +253,9 @@ class _Evaluator:
             if self.arrays:
                 self.broadcast([left, right], repr(ast.unparse(node)[:80]))
             return self.bounded(self._apply(op, left, right, node), node)
+        if isinstance(node, (ast.Compare, ast.BoolOp)) or (isinstance(node, ast.UnaryOp)
+                                                             and isinstance(node.op, ast.Not)):
+            return self._logic(node)
         if isinstance(node, ast.UnaryOp):
             op = _UNARY.get(type(node.op))
             if op is None:
@@ -288,6 +296,32 @@ class _Evaluator:
                 raise self.fail(f"bad subscript: {exc}") from None
             return self.bounded(result, node)
         raise self.fail(f"{type(node).__name__} is not allowed in an expression")
+
+    def _truth(self, value: Any, node: ast.AST) -> bool:
+        if isinstance(value, np.ndarray) and value.size != 1:
+            raise self.fail(f"{ast.unparse(node)[:80]!r}: a comparison or and/or/not needs single numbers, not arrays")
+        return bool(value)
+
+    def _logic(self, node: ast.AST) -> int:
+        """A comparison (chains too), ``and``, ``or`` or ``not``, short-circuited as in Python: 1 or 0."""
+        if isinstance(node, ast.UnaryOp):
+            return int(not self._truth(self.visit(node.operand), node))
+        if isinstance(node, ast.BoolOp):
+            want = isinstance(node.op, ast.Or)  # `or` stops at the first true operand, `and` at the first false
+            for value in node.values:
+                if self._truth(self.visit(value), node) == want:
+                    return int(want)
+            return int(not want)
+        left = self.visit(node.left)
+        for op, right_node in zip(node.ops, node.comparators):
+            fn = _COMPARE.get(type(op))
+            if fn is None:
+                raise self.fail(f"operator {type(op).__name__} is not allowed")
+            right = self.visit(right_node)
+            if not self._truth(fn(left, right), node):
+                return 0
+            left = right
+        return 1
 
     def _apply(self, op: Callable[[Any, Any], Any], left: Any, right: Any, node: ast.AST) -> Any:
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.textfile import read_text
+from gpuprofiler.workloads import sparse
 from gpuprofiler.workloads.safe_eval import MAX_INT, evaluate, evaluate_int, parse
 
 if sys.version_info >= (3, 11):
@@ -26,13 +27,14 @@ else:  # pragma: no cover
 
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64",
           "uint8", "uint16", "uint32", "uint64")
-INITS = ("random", "zeros", "range", "value")
+INITS = ("random", "zeros", "range", "value", "matrix")
 BACKEND_KINDS = ("opencl", "cuda")
 _SUFFIX_KIND = {".cl": "opencl", ".cu": "cuda"}
 
 _TOP_KEYS = {"name", "description", "kernel", "size", "small", "target", "source", "params", "defines",
-             "args", "launch", "work", "check", "size_multiple"}
-_ARG_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "start", "step", "output"}
+             "args", "launch", "work", "check", "size_multiple", "matrix"}
+_ARG_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "start", "step", "output", "part"}
+_MATRIX_KEYS = {"source", "rows", "slice"}
 _LAUNCH_KEYS = {"global", "local"}
 _CHECK_KEYS = {"got", "expect", "rtol", "atol"}
 MAX_SPEC_BYTES = 1 << 20  # a spec file is a page of TOML: a larger file is refused before it is parsed
@@ -59,6 +61,7 @@ class ArgSpec:
     step: Any = 1
     output: bool = False
     where: str = ""
+    part: str | None = None  # init = "matrix": which array of the spec's sparse matrix (sparse.PARTS)
 
     @property
     def is_scalar(self) -> bool:
@@ -95,6 +98,16 @@ class KernelSpec:
     bytes: Any = None
     checks: list[CheckSpec] = field(default_factory=list)
     size_multiple: int = 1  # the size must be a multiple of this (a tiled kernel without bounds checks)
+    # [matrix]: the sparse matrix the "matrix" arguments take: {"source": family or .mtx file, "rows": expression
+    # (default: the size), "slice": the SELL slice height's expression, or None without SELL parts}
+    matrix: dict[str, Any] | None = None
+
+    def with_matrix(self, source: str) -> "KernelSpec":
+        """The same spec on another matrix (a family's name or a Matrix Market file)."""
+        if self.matrix is None:
+            raise UserError(f"{self.path}: spec {self.name!r} has no [matrix] table: a matrix cannot be chosen")
+        sparse.check_source(source, "--matrix")
+        return replace(self, matrix={**self.matrix, "source": source})
 
     def source_for(self, kind: str) -> Path:
         if kind not in self.sources:
@@ -120,6 +133,7 @@ class KernelSpec:
         for key, expr in self.params.items():
             if key not in (overrides or {}):
                 names[key] = evaluate(expr, names, f"{self.path}: params.{key}")
+        parts = self._matrix_parts(names, size)
         defines = {k: evaluate(v, names, f"{self.path}: defines.{k}") for k, v in self.defines.items()}
         names.update({k: v for k, v in defines.items() if k not in names})
         glob = [evaluate_int(g, names, f"{self.path}: launch.global[{i}]") for i, g in enumerate(self.global_size)]
@@ -133,6 +147,9 @@ class KernelSpec:
         shapes = {}
         for arg in self.args:
             if arg.is_scalar:
+                continue
+            if arg.init == "matrix":
+                shapes[arg.name] = tuple(parts[arg.part].shape)
                 continue
             shape = tuple(evaluate_int(s, names, f"{arg.where}.shape") for s in arg.shape)
             if any(s < 0 for s in shape):
@@ -158,7 +175,23 @@ class KernelSpec:
         for key in ("flops", "bytes"):
             expr = getattr(self, key)
             work[key] = None if expr is None else evaluate(expr, names, f"{self.path}: work.{key}")
-        return SpecInstance(self, int(size), names, defines, glob, local, shapes, work["flops"], work["bytes"], scalars)
+        return SpecInstance(self, int(size), names, defines, glob, local, shapes, work["flops"], work["bytes"], scalars,
+                            parts)
+
+    def _matrix_parts(self, names: dict[str, Any], size: int) -> dict[str, Any]:
+        """The [matrix] table at this size: its figures added to ``names`` (``matrix_rows``, ``matrix_nnz``, ...),
+        its arrays returned by part name (empty without a [matrix] table)."""
+        if self.matrix is None:
+            return {}
+        where = f"{self.path}: matrix"
+        rows = evaluate_int(self.matrix.get("rows", self.size), names, f"{where}.rows")
+        S = None
+        if self.matrix.get("slice") is not None:
+            S = evaluate_int(self.matrix["slice"], names, f"{where}.slice")
+            if S < 1:
+                raise UserError(f"{where}.slice: the slice height must be at least 1, got {S}")
+        names.update(sparse.names(self.matrix["source"], rows, S))
+        return sparse.parts(self.matrix["source"], rows, S)
 
 
 @dataclass
@@ -175,6 +208,7 @@ class SpecInstance:
     flops: float | None
     bytes: float | None
     scalars: dict[str, Any]
+    matrix_parts: dict[str, Any] = field(default_factory=dict)
 
     def make_args(self, rng: np.random.Generator) -> dict[str, Any]:
         """Host values of every argument: numpy scalars and initialised arrays."""
@@ -185,7 +219,9 @@ class SpecInstance:
                 continue
             shape = self.shapes[arg.name]
             count = int(np.prod(shape))
-            if arg.init == "zeros":
+            if arg.init == "matrix":
+                data = np.array(self.matrix_parts[arg.part], dtype=arg.dtype)
+            elif arg.init == "zeros":
                 data = np.zeros(shape, arg.dtype)
             elif arg.init == "value":
                 data = np.full(shape, evaluate(arg.value, self.names, f"{arg.where}.value"), dtype=arg.dtype)
@@ -227,6 +263,9 @@ class SpecInstance:
         def clip(idx):
             return np.clip(np.asarray(idx, dtype=np.int64), 0, max(count - 1, 0))
 
+        if arg.init == "matrix":
+            data = np.asarray(self.matrix_parts[arg.part]).astype(arg.dtype, copy=False)
+            return lambda idx: data[clip(idx)] if count else np.zeros(np.shape(idx), arg.dtype)
         if arg.init == "zeros":
             return lambda idx: np.zeros(np.shape(idx), arg.dtype)
         if arg.init == "value":
@@ -376,6 +415,8 @@ def _parse_arg(raw: Any, index: int, where: str) -> ArgSpec:
     if not isinstance(output, bool):
         raise UserError(f"{w}.output: expected true or false, got {_shown(output)}")
     exprs = {key: _expression(raw.get(key), f"{w}.{key}") for key in ("value", "low", "high", "start", "step")}
+    if raw.get("init") == "matrix" or "part" in raw:
+        return _matrix_arg(raw, name, dtype_name, output, w)
     if "shape" not in raw:
         if "value" not in raw:
             raise UserError(f"{w}: a scalar argument needs `value`; an array needs `shape`")
@@ -391,6 +432,49 @@ def _parse_arg(raw: Any, index: int, where: str) -> ArgSpec:
     return ArgSpec(name, np.dtype(dtype_name), shape, init, exprs["value"], exprs["low"], exprs["high"],
                    0 if exprs["start"] is None else exprs["start"], 1 if exprs["step"] is None else exprs["step"],
                    output, w)
+
+
+def _matrix_arg(raw: dict, name: str, dtype_name: str, output: bool, w: str) -> ArgSpec:
+    """An argument that takes one array of the spec's [matrix] (its shape is the array's own)."""
+    if raw.get("init") != "matrix":
+        raise UserError(f"{w}.part: only an argument with init = \"matrix\" takes a part of the matrix")
+    part = raw.get("part")
+    if part not in sparse.PARTS:
+        raise UserError(f"{w}.part: expected one of {', '.join(sparse.PARTS)}, got {_shown(part)}")
+    extra = set(raw) - {"name", "dtype", "init", "part"}
+    if extra:
+        raise UserError(f"{w}: {', '.join(sorted(extra))} not allowed with init = \"matrix\" (the matrix sets the "
+                        "array's shape and values)")
+    want = np.dtype(sparse.PART_DTYPES[part])
+    if np.dtype(dtype_name) != want:
+        raise UserError(f"{w}.dtype: the matrix's {part} is {want.name}, not {dtype_name}")
+    return ArgSpec(name, want, ["0"], "matrix", output=output, where=w, part=part)
+
+
+def _parse_matrix(raw: dict, where: str) -> dict[str, Any] | None:
+    if "matrix" not in raw:
+        return None
+    table = _table(raw, "matrix", where)
+    unknown = set(table) - _MATRIX_KEYS
+    if unknown:
+        raise UserError(f"{where}.matrix: unknown field(s) {', '.join(sorted(map(str, unknown)))} "
+                        f"(allowed: {', '.join(sorted(_MATRIX_KEYS))})")
+    source = _require(table, "source", f"{where}.matrix", str, "a matrix family or a Matrix Market file")
+    if not sparse.is_file_source(source):
+        sparse.check_source(source, f"{where}.matrix.source")
+    else:
+        source = str(path_near(where, source))
+        sparse.check_source(source, f"{where}.matrix.source")
+    out: dict[str, Any] = {"source": source}
+    for key in ("rows", "slice"):
+        if key in table:
+            out[key] = _expression(table[key], f"{where}.matrix.{key}")
+    return out
+
+
+def path_near(where: str, rel: str) -> Path:
+    """A file named in a spec, relative to the spec's folder."""
+    return Path(where).parent / rel
 
 
 def _parse_toml(path: Path) -> dict:
@@ -538,7 +622,13 @@ def load_spec(path: str | Path) -> KernelSpec:
                       small=_sizes(raw.get("small", []), f"{where}.small"),
                       target=_sizes(raw.get("target", []), f"{where}.target"),
                       params=dict(params), defines=dict(defines), flops=work.get("flops"), bytes=work.get("bytes"),
-                      checks=checks, size_multiple=multiple)
+                      checks=checks, size_multiple=multiple, matrix=_parse_matrix(raw, where))
+    matrix_args = [a for a in args if a.init == "matrix"]
+    if matrix_args and spec.matrix is None:
+        raise UserError(f"{matrix_args[0].where}: init = \"matrix\" needs the spec's [matrix] table")
+    sell_args = [a for a in matrix_args if a.part.startswith(("sliceptr", "sell_"))]
+    if sell_args and spec.matrix.get("slice") is None:
+        raise UserError(f"{sell_args[0].where}: the SELL part {sell_args[0].part} needs matrix.slice (the slice height)")
     for key in ("small", "target"):
         off = [n for n in getattr(spec, key) if n % multiple]
         if off:

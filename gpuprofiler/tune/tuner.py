@@ -1,0 +1,175 @@
+"""The tuner: every configuration the strategy picks is compiled, checked against the spec's reference and timed
+by the package's engine at the target size (its modelling figure, the 10th percentile); a configuration that
+fails to compile, launch or check is reported with the reason and the tune goes on."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from gpuprofiler.errors import GpuProfilerError
+from gpuprofiler.measure.policy import TimingPolicy
+from gpuprofiler.models.maxplus.bounds import reaches
+from gpuprofiler.tune.space import Space, config_key
+from gpuprofiler.tune.store import TuneStore, tune_key
+from gpuprofiler.validate.suite import item_digest
+from gpuprofiler.workloads import isolated
+from gpuprofiler.workloads.spec import KernelSpec
+
+# the policy of a configuration at the target: as `measure`, one placement, a second of sampling
+TUNE = TimingPolicy(warmup=2, warmup_s=0.1, min_samples=5, budget_s=1.0, rel_ci=0.02)
+# a configuration at the ranking size (the model strategy's small-size sweep)
+RANK = TimingPolicy(warmup=1, warmup_s=0.05, min_samples=5, budget_s=0.2, rel_ci=0.03)
+RANK_FRACTION = 8  # the ranking size: the target over this, ...
+LLC_FACTOR = 1.25  # ... or larger, so that its arrays exceed the last-level cache by this factor where the target's do
+
+
+@dataclass
+class Result:
+    """One configuration: ``status`` ok (measured), failed (compile, launch or check; ``reason``), restricted or
+    invalid (a restriction false or not evaluable; never run); the target's record where measured."""
+
+    config: dict[str, Any]
+    status: str
+    reason: str = ""
+    record: dict | None = None
+    rank_record: dict | None = None
+    reused: bool = False
+
+    @property
+    def key(self) -> str:
+        return config_key(self.config)
+
+    @property
+    def seconds(self) -> float:
+        return float(self.record["model_s"]) if self.record and self.status == "ok" else math.nan
+
+    def row(self) -> dict[str, Any]:
+        r = self.record or {}
+        out = {**self.config, "config": self.key, "status": self.status, "reason": self.reason,
+               "seconds": self.seconds, "ci_low_s": r.get("model_ci_low_s", math.nan),
+               "ci_high_s": r.get("model_ci_high_s", math.nan), "median_s": r.get("median_s", math.nan),
+               "gbps": r.get("gbps") if r.get("gbps") is not None else math.nan, "samples": r.get("samples", 0),
+               "reused": self.reused}
+        if self.rank_record is not None:
+            out["rank_s"] = self.rank_record.get("model_s", math.nan)
+        return out
+
+
+@dataclass
+class Tuner:
+    backend: Any
+    spec: KernelSpec
+    size: int
+    space: Space
+    store: TuneStore
+    policy: TimingPolicy = field(default_factory=lambda: TUNE)
+    rank_policy: TimingPolicy = field(default_factory=lambda: RANK)
+    budget: int | None = None  # at most this many configurations measured at the target
+    say: Callable[[str], None] = lambda m: None
+    isolate: bool | None = None
+    rank_size: int | None = None
+
+    def __post_init__(self):
+        self.digest = item_digest(Path(self.spec.path), self.spec)
+        self.matrix = (self.spec.matrix or {}).get("source")
+        self.results: dict[str, Result] = {}
+        self.candidates: list[dict[str, Any]] = []
+        for config in self.space.configs():
+            why = self.space.verdict(config)
+            if why is None:
+                self.candidates.append(config)
+            else:
+                status = "invalid" if why.startswith("invalid") else "restricted"
+                self.results[config_key(config)] = Result(config, status, why)
+        self.measure_s = 0.0
+        self.rank_s = 0.0
+        if self.rank_size is None:
+            self.rank_size = self.ranking_size()
+
+    def ranking_size(self) -> int:
+        """An eighth of the target, or more where that would leave the last-level cache's regime the target is in:
+        a memory-bound kernel whose small arrays fit the cache ranks its configurations by what the cache hides
+        (a padded SpMV format's extra bytes cost nothing there). At most half the target."""
+        size = max(1, self.size // RANK_FRACTION)
+        cache = float((self.backend.info.extra or {}).get("global_mem_cache_bytes") or 0)
+        if cache > 0 and self.candidates:
+            try:
+                target_bytes = self.spec.instantiate(self.size, dict(self.candidates[0])).array_bytes
+            except GpuProfilerError:
+                target_bytes = 0
+            if target_bytes > LLC_FACTOR * cache:
+                size = max(size, math.ceil(self.size * LLC_FACTOR * cache / target_bytes))
+        return self.spec.valid_size(min(size, max(1, self.size // 2)))
+
+    @property
+    def measured_count(self) -> int:
+        return sum(1 for r in self.results.values() if r.status in ("ok", "failed"))
+
+    @property
+    def exhausted(self) -> bool:
+        return self.budget is not None and self.measured_count >= self.budget
+
+    def _key(self, config: dict[str, Any], stage: str, size: int) -> str:
+        return tune_key(self.backend.info.id, self.digest, self.matrix, size, config_key(config), stage)
+
+    def _run(self, config: dict[str, Any], size: int, policy: TimingPolicy, stage: str) -> tuple[dict, bool]:
+        """The stored record of (config, size, stage), or a new one measured (or failed) and stored."""
+        key = self._key(config, stage, size)
+        got = self.store.get(key)
+        if got is not None:
+            return got, True
+        t0 = time.perf_counter()
+        try:  # the ranking run is not checked: a configuration is checked where it is measured at the target
+            recs = isolated.measure(self.backend, self.spec, [size], policy, check=stage == "target",
+                                    overrides=dict(config), derive=reaches, isolate=self.isolate)
+            rec = {**recs[-1], "tune_status": "ok"}
+        except GpuProfilerError as exc:
+            rec = {"kind": "tune", "kernel": self.spec.name, "size": int(size), "tune_status": "failed",
+                   "reason": str(exc)[:500], "error": type(exc).__name__}
+        spent = time.perf_counter() - t0
+        if stage == "target":
+            self.measure_s += spent
+        else:
+            self.rank_s += spent
+        rec.update(tune_config=dict(config), tune_stage=stage, tune_matrix=self.matrix, tune_seconds=spent)
+        return self.store.put(key, rec), False
+
+    def measure(self, config: dict[str, Any]) -> Result:
+        """The configuration at the target size (stored result reused)."""
+        key = config_key(config)
+        if key in self.results and self.results[key].status in ("ok", "failed"):
+            return self.results[key]
+        rec, reused = self._run(config, self.size, self.policy, "target")
+        previous = self.results.get(key)
+        ok = rec.get("tune_status") == "ok"
+        result = Result(config, "ok" if ok else "failed", "" if ok else rec.get("reason", ""), rec,
+                        previous.rank_record if previous else None, reused)
+        self.results[key] = result
+        shown = (f"p10 {result.seconds * 1e3:.4g} ms" if ok else f"failed: {result.reason[:120]}")
+        self.say(f"{key}: {shown}{' (stored)' if reused else ''}")
+        return result
+
+    def rank(self, config: dict[str, Any]) -> float:
+        """The configuration's modelling figure at the ranking size (NaN where it fails there)."""
+        key = config_key(config)
+        rec, _ = self._run(config, self.rank_size, self.rank_policy, "rank")
+        result = self.results.setdefault(key, Result(config, "pending"))
+        result.rank_record = rec
+        return float(rec["model_s"]) if rec.get("tune_status") == "ok" else math.nan
+
+    def table(self) -> list[dict[str, Any]]:
+        """Every configuration of the space: measured ones fastest first, then failed, pending, restricted."""
+        order = {"ok": 0, "failed": 1, "pending": 2, "invalid": 3, "restricted": 4}
+        rows = [r.row() for r in self.results.values()]
+        for config in self.candidates:
+            if config_key(config) not in self.results:
+                rows.append(Result(config, "pending", "not measured").row())
+        return sorted(rows, key=lambda r: (order.get(r["status"], 9), r["seconds"] if r["status"] == "ok" else 0))
+
+    def best(self) -> Result | None:
+        ok = [r for r in self.results.values() if r.status == "ok"]
+        return min(ok, key=lambda r: r.seconds) if ok else None
