@@ -15,6 +15,7 @@ from gpuprofiler.cli import (
     devices,
     export,
     extrapolate,
+    generate,
     loops,
     maxplus,
     measure,
@@ -26,7 +27,7 @@ from gpuprofiler.cli import (
 from gpuprofiler.errors import DeviceError, GpuProfilerError
 
 # one module per command, in the order `gpuprofiler --help` lists them
-COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, loops, validate, tune)
+COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, loops, validate, tune, generate)
 
 
 def build_parser() -> argparse.ArgumentParser:

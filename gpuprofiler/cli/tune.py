@@ -127,7 +127,7 @@ def _print(rows: list[dict], names: list[str]) -> None:
         iv = f"[{_fmt(r['ci_low_s'])}, {_fmt(r['ci_high_s'])}]" if r["status"] == "ok" else ""
         gb = f"{r['gbps']:.2f}" if isinstance(r["gbps"], float) and math.isfinite(r["gbps"]) else "-"
         print(f"{r['config']:<24} {r['status']:<10} {_fmt(r['seconds']):>9} {iv:>19} {_fmt(r['median_s']):>9} "
-              f"{gb:>7}  {r['reason'][:90]}")
+              f"{gb:>7}  {' '.join(r['reason'].split())[:90]}")
 
 
 def _write_csv(rows: list[dict], names: list[str], path: Path) -> None:
