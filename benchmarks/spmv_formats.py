@@ -1,14 +1,14 @@
-"""Benchmark (not a test): tuned Sliced ELLPACK against the builtin CSR kernel and scipy.sparse on each matrix family,
-and the model-guided search against brute force on the same space.
+"""Benchmark (not a test): tuned Sliced ELLPACK (and its 1x2-block variant) against the builtin CSR kernel and
+scipy.sparse on each matrix family, and the model-guided search against brute force on the same space.
 
     python benchmarks/spmv_formats.py [--device opencl:0:0] [--size 1048576] [--families poisson2d,...] -o DIR
 
 Per family: ``tune --strategy brute`` over S in {1..32} x Nt in {64..512} (Nt % S == 0), then ``--strategy model``
-on a store of its own (it measures afresh), the CSR spec on the same matrix, and scipy's CSR product on the host
+on a store of its own (it measures afresh), ``spmv_sell_pairs`` by brute force, the CSR spec on the same matrix, and scipy's CSR product on the host
 timed by the same engine (host seconds). The model strategy's pick is judged by its figure in the brute-force table
 of the same run, and by the two configurations timed again in alternation (an A/B: the device's drift falls on
 both alike), since on a shared device two configurations a few percent apart trade places between runs.
-Writes DIR/<family>/{brute,model}/ (stores, tables, plots), DIR/formats.csv and DIR/formats.md.
+Writes DIR/<family>/{brute,model,pairs}/ (stores, tables, plots), DIR/formats.csv and DIR/formats.md.
 """
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ def main() -> int:
     out = Path(args.output)
     backend = open_backend(args.device)
     sell = load_spec(resolve("spmv_sell"))
+    pairs = load_spec(resolve("spmv_sell_pairs"))
     csr = load_spec(resolve("spmv_csr_matrix"))
     table = []
     for family in args.families.split(","):
@@ -124,6 +125,8 @@ def main() -> int:
             _, _, pick_ab = ab(backend, sell.with_matrix(family), n, best.config, pick.config)
         else:
             pick_ab = 1.0
+        paired, _, _ = tune(backend, pairs.with_matrix(family), n, "brute", out / family / "pairs")
+        pbest = paired.best()
         [crec] = isolated.measure(backend, csr.with_matrix(family), [n], TUNE, derive=reaches)
         sp = scipy_time(m)
         csr_bytes = 8 * m.nnz + 4 * (n + 1) + 8 * n
@@ -131,6 +134,8 @@ def main() -> int:
                "max_row": d["max_row"], "row_cv": round(d["row_cv"], 3),
                "sell_best": best.key, "sell_ms": best.seconds * 1e3, "sell_gbps": best.record["gbps"],
                "sell_stored_over_nnz": sparse.sell(family, n, best.config["S"]).stored / m.nnz,
+               "pairs_best": pbest.key, "pairs_ms": pbest.seconds * 1e3, "pairs_gbps": pbest.record["gbps"],
+               "pairs_stored_over_nnz": sparse.pair_sell(family, n, pbest.config["S"]).stored / m.nnz,
                "csr_ms": crec["model_s"] * 1e3, "csr_gbps": crec["gbps"],
                "scipy_ms": model_value(sp) * 1e3, "scipy_gbps": csr_bytes / model_value(sp) / 1e9,
                "brute_measured": brute.measured_count, "brute_s": round(brute_wall, 1),
@@ -145,12 +150,14 @@ def main() -> int:
             w.writeheader()
             w.writerows(table)
     backend.close()
-    lines = ["| family | rows | nnz | row CV | SELL best | SELL ms | SELL GB/s | stored/nnz | CSR ms | CSR GB/s | "
+    lines = ["| family | rows | nnz | row CV | SELL best | SELL ms | SELL GB/s | stored/nnz | SELL 1x2 best | SELL 1x2 ms | "
+             "SELL 1x2 GB/s | blocks/nnz | CSR ms | CSR GB/s | "
              "scipy ms | scipy GB/s | model pick | pick vs best (brute table) | pick vs best (A/B) | measured by model |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in table:
         lines.append(f"| {r['family']} | {r['rows']} | {r['nnz']} | {r['row_cv']} | {r['sell_best']} | "
-                     f"{r['sell_ms']:.3f} | {r['sell_gbps']:.1f} | {r['sell_stored_over_nnz']:.2f} | {r['csr_ms']:.3f} | "
+                     f"{r['sell_ms']:.3f} | {r['sell_gbps']:.1f} | {r['sell_stored_over_nnz']:.2f} | {r['pairs_best']} | "
+                     f"{r['pairs_ms']:.3f} | {r['pairs_gbps']:.1f} | {r['pairs_stored_over_nnz']:.2f} | {r['csr_ms']:.3f} | "
                      f"{r['csr_gbps']:.1f} | {r['scipy_ms']:.3f} | {r['scipy_gbps']:.1f} | {r['model_pick']} | "
                      f"{r['model_pick_vs_best']:+.1%} | {r['model_pick_vs_best_ab']:+.1%} | {r['model_measured']}/{len(parse_space(SPACE, [RESTRICT]).configs())} "
                      f"({r['model_share']:.0%}) |")

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.workloads.sparse import sell_matvec
+from gpuprofiler.workloads.sparse import pair_sell_matvec, sell_matvec, var_sell_matvec
 
 MAX_LENGTH = 2000            # characters of one expression
 MAX_DEPTH = 64               # levels of the parsed tree (a sum of 30 terms is 31 levels deep)
@@ -112,6 +112,8 @@ ARRAY_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "sort": _sort,
     "csr_matvec": csr_matvec,
     "sell_matvec": sell_matvec,
+    "pair_sell_matvec": pair_sell_matvec,
+    "var_sell_matvec": var_sell_matvec,
 }
 # array functions whose arguments broadcast against each other (the result has the broadcast shape)
 _BROADCASTING = frozenset(["minimum", "maximum", "where"])

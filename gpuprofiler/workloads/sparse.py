@@ -22,9 +22,14 @@ from gpuprofiler.errors import UserError
 FAMILIES = ("poisson2d", "poisson3d", "banded", "powerlaw", "block")
 CSR_PARTS = ("rowptr", "cols", "vals")
 SELL_PARTS = ("sliceptr", "sell_cols", "sell_vals")
-PARTS = CSR_PARTS + SELL_PARTS
+PAIR_PARTS = ("pair_sliceptr", "pair_cols", "pair_vals")  # SELL of 1x2 blocks
+VAR_PARTS = ("var_sliceptr", "var_slicerow", "var_rowslice", "var_cols", "var_vals")  # variable slice heights
+PARTS = CSR_PARTS + SELL_PARTS + PAIR_PARTS + VAR_PARTS
 PART_DTYPES = {"rowptr": np.int32, "cols": np.int32, "vals": np.float32,
-               "sliceptr": np.int32, "sell_cols": np.int32, "sell_vals": np.float32}
+               "sliceptr": np.int32, "sell_cols": np.int32, "sell_vals": np.float32,
+               "pair_sliceptr": np.int32, "pair_cols": np.int32, "pair_vals": np.float32,
+               "var_sliceptr": np.int32, "var_slicerow": np.int32, "var_rowslice": np.int32, "var_cols": np.int32,
+               "var_vals": np.float32}
 MAX_MATRIX_BYTES = 4 << 30  # a Matrix Market file larger than this is refused before it is read
 BANDED_HALF_WIDTH = 8       # banded: 17 nonzeros per row
 POWERLAW_MEAN = 8           # powerlaw: mean row length, lengths ~ Pareto(alpha = 2) from 4
@@ -249,6 +254,56 @@ def sell(source: str, n: int, S: int) -> Sell:
     return to_sell(matrix(source, n), int(S))
 
 
+def to_pairs(m: Csr) -> Csr:
+    """``m`` as a matrix of 1x2 blocks (Monakov et al.'s small-block variant): each row's nonzeros at consecutive
+    columns (c, c+1) become one block, read with one index; a nonzero without a neighbour becomes a block padded
+    with a zero (at c+1, or at c-1 in the last column). Returned as CSR over blocks: ``cols`` the blocks' first
+    columns, ``vals`` two values per block."""
+    n = m.rows
+    if n < 2:
+        raise UserError("1x2 blocks need a matrix of at least 2 columns")
+    lengths = m.row_lengths()
+    row = np.repeat(np.arange(n), lengths)
+    cols = m.cols.astype(np.int64)
+    # runs of consecutive columns within a row; a run of length L gives L // 2 pairs and a single if L is odd
+    starts = np.ones(m.nnz, bool)
+    if m.nnz:
+        starts[1:] = (np.diff(cols) != 1) | (row[1:] != row[:-1])
+    run_id = np.cumsum(starts) - 1
+    run_start = np.flatnonzero(starts)
+    offset = np.arange(m.nnz) - run_start[run_id]
+    run_len = np.diff(np.append(run_start, m.nnz))[run_id]
+    first = offset % 2 == 0  # each block begins at an even offset of its run
+    paired = first & (offset + 1 < run_len)
+    block_row = row[first]
+    bcols = cols[first].copy()
+    bvals = np.zeros((int(first.sum()), 2), np.float32)
+    idx = np.flatnonzero(first)
+    bvals[:, 0] = m.vals[idx]
+    bvals[paired[first], 1] = m.vals[idx[paired[first]] + 1]
+    last = ~paired[first] & (bcols == n - 1)  # a single in the last column: the block is (c-1, c)
+    bvals[last] = bvals[last][:, ::-1]
+    bcols[last] -= 1
+    rowptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(block_row, minlength=n), out=rowptr[1:])
+    return Csr(rowptr.astype(np.int32), bcols.astype(np.int32), bvals.ravel())
+
+
+@functools.lru_cache(maxsize=16)
+def pair_sell(source: str, n: int, S: int) -> Sell:
+    """Sliced ELLPACK of the 1x2 blocks of ``source``: ``vals`` holds two values per stored block."""
+    blocks = to_pairs(matrix(source, n))
+    one = to_sell(Csr(blocks.rowptr, blocks.cols, np.zeros(len(blocks.cols), np.float32)), int(S))
+    # the same layout for the value pairs: place each block's two values where its column went
+    lengths = blocks.row_lengths()
+    row = np.repeat(np.arange(n), lengths)
+    pos = np.arange(len(blocks.cols)) - np.repeat(blocks.rowptr[:-1].astype(np.int64), lengths)
+    dest = one.sliceptr[row // S].astype(np.int64) + pos * S + row % S
+    vals = np.zeros((one.stored, 2), np.float32)
+    vals[dest] = blocks.vals.reshape(-1, 2)
+    return Sell(int(S), n, one.sliceptr, one.cols, vals.ravel())
+
+
 def sell_matvec(sliceptr, cols, vals, x, S, rows):
     """y = A @ x from A's Sliced ELLPACK arrays (float64 sums). Every slice holds a whole number of S-element
     lines (column steps), so the products form a (lines, S) array whose column r is row r of its slice; the lines
@@ -265,25 +320,136 @@ def sell_matvec(sliceptr, cols, vals, x, S, rows):
     return sums.ravel()[:rows]
 
 
-def parts(source: str, n: int, S: int | None) -> dict[str, np.ndarray]:
-    """Every part a spec's arguments may take (the SELL ones only with a slice height)."""
+@dataclass(frozen=True)
+class VarSell:
+    """Sliced ELLPACK with a height per slice: slice s holds rows ``slicerow[s]`` to ``slicerow[s+1] - 1``, stored as
+    its ELLPACK block at ``sliceptr[s]`` (element k of its row r at ``sliceptr[s] + k*h + r``, h its height);
+    ``rowslice`` gives each row's slice."""
+
+    sliceptr: np.ndarray
+    slicerow: np.ndarray
+    rowslice: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+
+    @property
+    def stored(self) -> int:
+        return int(self.sliceptr[-1])
+
+    @property
+    def slices(self) -> int:
+        return len(self.sliceptr) - 1
+
+
+def var_heights(lengths: np.ndarray, S: int, waste: float) -> np.ndarray:
+    """Slice heights, greedily from the first row: a slice takes the next row while it has fewer than ``S`` rows and
+    its padding (stored minus nonzeros, over stored) stays at most ``waste`` (Monakov et al.'s variable slice
+    height: a row much longer than its neighbours starts a slice of its own instead of padding them all)."""
+    heights = []
+    n, r = len(lengths), 0
+    lengths = lengths.tolist()
+    while r < n:
+        h, width, total = 1, lengths[r], lengths[r]
+        while h < S and r + h < n:
+            nxt = lengths[r + h]
+            w = max(width, nxt)
+            if w and (w * (h + 1) - (total + nxt)) > waste * w * (h + 1):
+                break
+            h, width, total = h + 1, w, total + nxt
+        heights.append(h)
+        r += h
+    return np.asarray(heights, dtype=np.int64)
+
+
+def to_var_sell(m: Csr, S: int, waste: float) -> VarSell:
+    """``m`` in Sliced ELLPACK with slice heights of at most ``S`` chosen per slice (:func:`var_heights`)."""
+    if S < 1 or not 0 <= waste <= 1:
+        raise UserError(f"variable slice heights need S >= 1 and a waste fraction in [0, 1], got {S}, {waste}")
+    lengths = m.row_lengths().astype(np.int64)
+    heights = var_heights(lengths, int(S), float(waste))
+    slicerow = np.zeros(len(heights) + 1, np.int64)
+    np.cumsum(heights, out=slicerow[1:])
+    rowslice = np.repeat(np.arange(len(heights)), heights)
+    widths = np.maximum.reduceat(lengths, slicerow[:-1]) if len(lengths) else np.zeros(0, np.int64)
+    sliceptr = np.zeros(len(heights) + 1, np.int64)
+    np.cumsum(widths * heights, out=sliceptr[1:])
+    if sliceptr[-1] >= 2**31:
+        raise UserError(f"variable-height SELL: {sliceptr[-1]} stored elements do not fit 32-bit offsets")
+    row = np.repeat(np.arange(m.rows), lengths)
+    pos = np.arange(m.nnz) - np.repeat(m.rowptr[:-1].astype(np.int64), lengths)
+    s_of = rowslice[row]
+    dest = sliceptr[s_of] + pos * heights[s_of] + (row - slicerow[s_of])
+    cols = np.zeros(sliceptr[-1], np.int32)
+    vals = np.zeros(sliceptr[-1], np.float32)
+    cols[dest] = m.cols
+    vals[dest] = m.vals
+    return VarSell(sliceptr.astype(np.int32), slicerow.astype(np.int32), rowslice.astype(np.int32), cols, vals)
+
+
+@functools.lru_cache(maxsize=8)
+def var_sell(source: str, n: int, S: int, waste: float) -> VarSell:
+    return to_var_sell(matrix(source, n), int(S), float(waste))
+
+
+def var_sell_matvec(sliceptr, slicerow, cols, vals, x, rows):
+    """y = A @ x from a variable-height Sliced ELLPACK (float64 sums)."""
+    sliceptr = np.asarray(sliceptr, dtype=np.int64)
+    slicerow = np.asarray(slicerow, dtype=np.int64)
+    counts = np.diff(sliceptr)
+    heights = np.diff(slicerow)
+    s = np.repeat(np.arange(len(counts)), counts)
+    offset = np.arange(int(sliceptr[-1]), dtype=np.int64) - sliceptr[s]
+    row = slicerow[s] + offset % np.maximum(heights[s], 1)
+    products = np.multiply(np.asarray(vals), np.asarray(x, dtype=np.float64)[np.asarray(cols)], dtype=np.float64)
+    return np.bincount(row, weights=products, minlength=max(int(rows), 1))[:int(rows)]
+
+
+def pair_sell_matvec(sliceptr, cols, vals, x, S, rows):
+    """y = A @ x from the Sliced ELLPACK of A's 1x2 blocks (two values per stored block, at cols and cols + 1)."""
+    pairs = np.asarray(vals, dtype=np.float64).reshape(-1, 2)
+    x = np.asarray(x, dtype=np.float64)
+    c = np.asarray(cols, dtype=np.int64)
+    x_next = x[np.minimum(c + 1, len(x) - 1)]  # a padded block's second value is 0 where c + 1 is past the end
+    products = pairs[:, 0] * x[c] + pairs[:, 1] * x_next
+    return sell_matvec(sliceptr, np.arange(len(products)), products, np.ones(len(products)), S, rows)
+
+
+def parts(source: str, n: int, S: int | None, wanted: tuple[str, ...] = PARTS,
+          waste: float = 0.0) -> dict[str, np.ndarray]:
+    """The parts a spec's arguments take (the SELL ones only with a slice height; the variable-height ones with
+    ``waste``, the padding a slice may hold)."""
     m = matrix(source, n)
     out = {"rowptr": m.rowptr, "cols": m.cols, "vals": m.vals}
-    if S is not None:
+    if S is not None and any(p in SELL_PARTS for p in wanted):
         s = sell(source, n, int(S))
         out.update({"sliceptr": s.sliceptr, "sell_cols": s.cols, "sell_vals": s.vals})
+    if S is not None and any(p in PAIR_PARTS for p in wanted):
+        s = pair_sell(source, n, int(S))
+        out.update({"pair_sliceptr": s.sliceptr, "pair_cols": s.cols, "pair_vals": s.vals})
+    if S is not None and any(p in VAR_PARTS for p in wanted):
+        v = var_sell(source, n, int(S), float(waste))
+        out.update({"var_sliceptr": v.sliceptr, "var_slicerow": v.slicerow, "var_rowslice": v.rowslice,
+                    "var_cols": v.cols, "var_vals": v.vals})
     return out
 
 
-def names(source: str, n: int, S: int | None) -> dict[str, int]:
+def names(source: str, n: int, S: int | None, wanted: tuple[str, ...] = PARTS, waste: float = 0.0) -> dict[str, int]:
     """Figures of the matrix a spec's expressions may use: ``matrix_rows``, ``matrix_nnz``, ``matrix_max_row``,
-    and with a slice height ``matrix_slices`` and ``matrix_stored`` (elements SELL stores, padding included)."""
+    and with a slice height ``matrix_slices`` and ``matrix_stored`` (elements SELL stores, padding included;
+    with 1x2 blocks, ``matrix_stored_pairs``, the blocks stored; with variable heights, their slices and stored
+    elements)."""
     m = matrix(source, n)
     out = {"matrix_rows": m.rows, "matrix_nnz": m.nnz,
            "matrix_max_row": int(m.row_lengths().max()) if m.rows else 0}
     if S is not None:
-        s = sell(source, n, int(S))
-        out.update({"matrix_slices": s.slices, "matrix_stored": s.stored})
+        out["matrix_slices"] = -(-m.rows // int(S))
+        if any(p in SELL_PARTS for p in wanted):
+            out["matrix_stored"] = sell(source, n, int(S)).stored
+        if any(p in PAIR_PARTS for p in wanted):
+            out["matrix_stored_pairs"] = pair_sell(source, n, int(S)).stored
+        if any(p in VAR_PARTS for p in wanted):
+            v = var_sell(source, n, int(S), float(waste))
+            out.update({"matrix_stored": v.stored, "matrix_slices": v.slices})
     return out
 
 

@@ -34,7 +34,7 @@ _SUFFIX_KIND = {".cl": "opencl", ".cu": "cuda"}
 _TOP_KEYS = {"name", "description", "kernel", "size", "small", "target", "source", "params", "defines",
              "args", "launch", "work", "check", "size_multiple", "matrix"}
 _ARG_KEYS = {"name", "dtype", "shape", "init", "value", "low", "high", "start", "step", "output", "part"}
-_MATRIX_KEYS = {"source", "rows", "slice"}
+_MATRIX_KEYS = {"source", "rows", "slice", "waste"}
 _LAUNCH_KEYS = {"global", "local"}
 _CHECK_KEYS = {"got", "expect", "rtol", "atol"}
 MAX_SPEC_BYTES = 1 << 20  # a spec file is a page of TOML: a larger file is refused before it is parsed
@@ -190,8 +190,14 @@ class KernelSpec:
             S = evaluate_int(self.matrix["slice"], names, f"{where}.slice")
             if S < 1:
                 raise UserError(f"{where}.slice: the slice height must be at least 1, got {S}")
-        names.update(sparse.names(self.matrix["source"], rows, S))
-        return sparse.parts(self.matrix["source"], rows, S)
+        waste = 0.0
+        if self.matrix.get("waste") is not None:
+            waste = float(evaluate(self.matrix["waste"], names, f"{where}.waste"))
+            if not 0 <= waste <= 1:
+                raise UserError(f"{where}.waste: the padding a slice may hold is a fraction from 0 to 1, got {waste}")
+        wanted = tuple(a.part for a in self.args if a.init == "matrix")
+        names.update(sparse.names(self.matrix["source"], rows, S, wanted, waste))
+        return sparse.parts(self.matrix["source"], rows, S, wanted, waste)
 
 
 @dataclass
@@ -466,7 +472,7 @@ def _parse_matrix(raw: dict, where: str) -> dict[str, Any] | None:
         source = str(path_near(where, source))
         sparse.check_source(source, f"{where}.matrix.source")
     out: dict[str, Any] = {"source": source}
-    for key in ("rows", "slice"):
+    for key in ("rows", "slice", "waste"):
         if key in table:
             out[key] = _expression(table[key], f"{where}.matrix.{key}")
     return out
@@ -626,7 +632,7 @@ def load_spec(path: str | Path) -> KernelSpec:
     matrix_args = [a for a in args if a.init == "matrix"]
     if matrix_args and spec.matrix is None:
         raise UserError(f"{matrix_args[0].where}: init = \"matrix\" needs the spec's [matrix] table")
-    sell_args = [a for a in matrix_args if a.part.startswith(("sliceptr", "sell_"))]
+    sell_args = [a for a in matrix_args if a.part in sparse.SELL_PARTS + sparse.PAIR_PARTS + sparse.VAR_PARTS]
     if sell_args and spec.matrix.get("slice") is None:
         raise UserError(f"{sell_args[0].where}: the SELL part {sell_args[0].part} needs matrix.slice (the slice height)")
     for key in ("small", "target"):

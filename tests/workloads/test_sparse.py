@@ -148,3 +148,85 @@ def test_bad_matrix_specs_are_refused(tmp_path, change, message):
 def test_matrix_chosen_on_a_spec_without_one():
     with pytest.raises(UserError, match="no \\[matrix\\] table"):
         load_spec(KERNELS / "vadd.toml").with_matrix("banded")
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 50), density=st.floats(0.0, 0.6), S=st.integers(1, 40), seed=st.integers(0, 2**31))
+def test_pairs_hold_the_same_matrix(n, density, S, seed):
+    rng = np.random.default_rng(seed)
+    m = csr_of(sp.random(n, n, density=density, random_state=rng, dtype=np.float32))
+    blocks = sparse.to_pairs(m)
+    assert np.all(blocks.cols >= 0) and np.all(blocks.cols + 1 < n)  # both columns of every block exist
+    assert np.count_nonzero(blocks.vals) == np.count_nonzero(m.vals)
+    # a row of L nonzeros holds between L / 2 and L blocks
+    assert np.all(2 * blocks.row_lengths() >= m.row_lengths()) and np.all(blocks.row_lengths() <= m.row_lengths())
+    x = rng.random(n)
+    want = m.scipy().astype(np.float64) @ x
+    s = sparse.to_sell(sparse.Csr(blocks.rowptr, blocks.cols, np.zeros(len(blocks.cols), np.float32)), S)
+    got = sparse.pair_sell_matvec(*_pair_arrays(m, S), x, S, n)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert s.stored * 2 == len(_pair_arrays(m, S)[2])
+
+
+def _pair_arrays(m, S):
+    import functools
+
+    src = "unused"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sparse, "matrix", functools.partial(lambda m, source, n: m, m))
+        sparse.pair_sell.cache_clear()
+        s = sparse.pair_sell(src, m.rows, S)
+        sparse.pair_sell.cache_clear()
+    return s.sliceptr, s.cols, s.vals
+
+
+def test_pairs_of_a_banded_matrix_halve_the_indices():
+    m = sparse.banded(1000)
+    blocks = sparse.to_pairs(m)
+    assert len(blocks.cols) == pytest.approx(m.nnz / 2, rel=0.06)  # 17 consecutive columns: 8 pairs and a single
+
+
+def test_sell_pairs_spec_runs_and_checks(pocl, quick_policy):
+    spec = load_spec(SPARSE / "spmv_sell_pairs.toml")
+    for family in ("poisson2d", "block", "powerlaw"):
+        [rec] = measure_spec(pocl, spec.with_matrix(family), [20000], quick_policy, overrides={"S": 4, "Nt": 64},
+                             derive=reaches)
+        assert rec["checked"] is True
+        assert rec["bytes"] == 12 * sparse.pair_sell(family, 20000, 4).stored + 4 * (5000 + 1) + 8 * 20000
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 60), density=st.floats(0.0, 0.6), S=st.integers(1, 40), waste=st.floats(0.0, 1.0),
+       seed=st.integers(0, 2**31))
+def test_variable_heights_hold_the_same_matrix(n, density, S, waste, seed):
+    rng = np.random.default_rng(seed)
+    m = csr_of(sp.random(n, n, density=density, random_state=rng, dtype=np.float32))
+    v = sparse.to_var_sell(m, S, waste)
+    heights = np.diff(v.slicerow)
+    assert heights.sum() == n and heights.min() >= 1 and heights.max() <= S
+    assert np.array_equal(v.rowslice, np.repeat(np.arange(v.slices), heights))
+    lengths = m.row_lengths()
+    for s in range(v.slices):  # every slice holds at most `waste` of padding
+        rows = lengths[v.slicerow[s]:v.slicerow[s + 1]]
+        stored = rows.max() * len(rows)
+        assert stored == v.sliceptr[s + 1] - v.sliceptr[s]
+        assert stored - rows.sum() <= waste * stored + 1e-9
+    x = rng.random(n)
+    got = sparse.var_sell_matvec(v.sliceptr, v.slicerow, v.cols, v.vals, x, n)
+    assert np.allclose(got, m.scipy().astype(np.float64) @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_variable_heights_cut_the_padding_of_long_tailed_rows():
+    m = sparse.powerlaw(50000)
+    fixed, var = sparse.to_sell(m, 8), sparse.to_var_sell(m, 8, 0.1)
+    assert fixed.stored > 2 * m.nnz and var.stored <= 1.1 * m.nnz
+
+
+def test_sell_var_spec_runs_and_checks(pocl, quick_policy):
+    spec = load_spec(SPARSE / "spmv_sell_var.toml")
+    for family in ("powerlaw", "poisson3d"):
+        [rec] = measure_spec(pocl, spec.with_matrix(family), [20000], quick_policy,
+                             overrides={"S": 8, "W": 10, "Nt": 64}, derive=reaches)
+        assert rec["checked"] is True
+    with pytest.raises(UserError, match="fraction from 0 to 1"):
+        spec.instantiate(20000, {"W": 150})
