@@ -7,7 +7,7 @@ import json
 import math
 from pathlib import Path
 
-from gpuprofiler.cli.common import add_device, add_timing, policy, progress
+from gpuprofiler.cli.common import add_device, add_timing, find_profile, policy, progress
 from gpuprofiler.errors import UserError
 
 
@@ -28,6 +28,11 @@ def add_parser(sub) -> None:
     p.add_argument("--rank-size", type=int, help="with --strategy model: the ranking size (default size/8)")
     p.add_argument("--matrix", metavar="FAMILY_OR_FILE",
                    help="a spec with a [matrix] table: poisson2d, poisson3d, banded, powerlaw, block or a .mtx file")
+    p.add_argument("--rank", default="sweep", metavar="sweep|auto|MODEL",
+                   help="with --strategy model: what ranks the configurations: a small-size sweep (default), or a "
+                        "static model's prediction (auto: the first that applies, given the device's profile)")
+    p.add_argument("--profile", metavar="FILE", help="the hardware profile for a static ranking (default: the "
+                                                     "device's stored one, if any)")
     p.add_argument("--seed", type=int, default=0, help="the random strategy's order")
     p.add_argument("--tolerance", type=float, default=0.05, metavar="FRACTION",
                    help="with --strategy model: stop when no unmeasured configuration is likely to be more than this "
@@ -80,8 +85,13 @@ def run(args: argparse.Namespace) -> int:
     matrix = Path(spec.matrix["source"]).stem if spec.matrix else "none"
     out = Path(args.output) if args.output else default_path(backend.info, "tune") / f"{spec.name}_{matrix}_{size}"
     store = TuneStore(out / "tune.jsonl", backend.info)
+    profile = None
+    if args.strategy == "model" and args.rank != "sweep":
+        profile = find_profile(args, backend.info, required=bool(args.profile) or args.rank != "auto").profile
     tuner = Tuner(backend, spec, int(size), space, store, policy=timing, budget=args.max_configs, say=progress,
-                  rank_size=args.rank_size)
+                  rank_size=args.rank_size, profile=profile)
+    if args.strategy == "model":
+        tuner.ranker = tuner.choose_ranker(args.rank)
     progress(f"device {backend.info.id}: {backend.info.name}; {len(tuner.candidates)} of {len(space.configs())} "
              f"configuration(s) allowed; store {store.log.path}" + (f" ({len(store.found)} stored)" if store.found else ""))
     try:
@@ -106,8 +116,9 @@ def run(args: argparse.Namespace) -> int:
             print(note)
         measured = sum(1 for r in rows if r["status"] in ("ok", "failed"))
         print(f"measured {measured} of {len(tuner.candidates)} allowed configuration(s) at size {size} "
-              f"({tuner.measure_s:.1f} s" + (f", ranking {tuner.rank_s:.1f} s at size {tuner.rank_size}"
-                                            if tuner.rank_s else "") + f"; {store.reused} stored result(s) reused)")
+              f"({tuner.measure_s:.1f} s" + (f", ranking {tuner.rank_s:.1f} s "
+                                            + (f"at size {tuner.rank_size}" if tuner.ranker == "sweep"
+                                               else f"by {tuner.ranker}") if tuner.rank_s else "") + f"; {store.reused} stored result(s) reused)")
         if best:
             print(f"best: {best.key}: p10 {best.seconds * 1e3:.4g} ms "
                   f"[{best.record['model_ci_low_s'] * 1e3:.4g}, {best.record['model_ci_high_s'] * 1e3:.4g}]")

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from gpuprofiler.errors import GpuProfilerError
+from gpuprofiler.errors import GpuProfilerError, UserError
 from gpuprofiler.measure.policy import TimingPolicy
+from gpuprofiler.models import registry
+from gpuprofiler.models.base import NotApplicable
 from gpuprofiler.models.maxplus.bounds import reaches
 from gpuprofiler.tune.space import Space, config_key
 from gpuprofiler.tune.store import TuneStore, tune_key
@@ -72,6 +74,8 @@ class Tuner:
     say: Callable[[str], None] = lambda m: None
     isolate: bool | None = None
     rank_size: int | None = None
+    profile: Any = None  # the device's hardware profile: with one, a static predictor may rank (``ranker``)
+    ranker: str = "sweep"  # "sweep": each configuration timed at ``rank_size``; else a static predictor's name
 
     def __post_init__(self):
         self.digest = item_digest(Path(self.spec.path), self.spec)
@@ -89,6 +93,28 @@ class Tuner:
         self.rank_s = 0.0
         if self.rank_size is None:
             self.rank_size = self.ranking_size()
+
+    def choose_ranker(self, wanted: str) -> str:
+        """``wanted``: "sweep", "auto" (the first static predictor that applies to the spec on the profile, else
+        the sweep) or a static predictor's name (a UserError where it does not apply)."""
+        if wanted == "sweep":
+            return "sweep"
+        names = [n for n in registry.names() if not registry.get(n).needs_measurements] if wanted == "auto" \
+            else [wanted]
+        if wanted != "auto" and registry.get(wanted).needs_measurements:
+            raise UserError(f"--rank {wanted}: a predictor fitted on a sweep, not a static one")
+        if self.profile is None:
+            if wanted != "auto":
+                raise UserError(f"--rank {wanted}: a static model needs the device's profile (--profile)")
+            return "sweep"
+        probe = self.configured(self.candidates[0]) if self.candidates else self.spec
+        for name in names:
+            verdict = registry.create(name).applies_to(probe, self.profile)
+            if verdict:
+                return name
+            if wanted != "auto":
+                raise UserError(f"--rank {wanted}: does not apply: {verdict.reason}")
+        return "sweep"
 
     def ranking_size(self) -> int:
         """An eighth of the target, or more where that would leave the last-level cache's regime the target is in:
@@ -153,10 +179,38 @@ class Tuner:
         self.say(f"{key}: {shown}{' (stored)' if reused else ''}")
         return result
 
+    def configured(self, config: dict[str, Any]) -> KernelSpec:
+        """The spec with the configuration's values as its parameters' defaults (what a predictor reads)."""
+        return replace(self.spec, params={**self.spec.params, **{k: str(v) for k, v in config.items()}})
+
+    def static_rank(self, config: dict[str, Any]) -> dict:
+        """The static predictor's figure for the configuration at the target size, stored like a measurement."""
+        key = self._key(config, f"rank:{self.ranker}", self.size)
+        got = self.store.get(key)
+        if got is not None:
+            return got
+        t0 = time.perf_counter()
+        try:
+            predictor = registry.create(self.ranker).fit(self.configured(config), self.profile)
+            [p] = predictor.predict([self.size])
+            rec = {"kind": "tune", "kernel": self.spec.name, "size": int(self.size), "tune_status": "ok",
+                   "model_s": float(p.seconds), "predicted_interval_s": [float(p.low), float(p.high)]}
+        except (GpuProfilerError, NotApplicable, ValueError) as exc:
+            rec = {"kind": "tune", "kernel": self.spec.name, "size": int(self.size), "tune_status": "failed",
+                   "reason": str(exc)[:500], "error": type(exc).__name__}
+        self.rank_s += time.perf_counter() - t0
+        rec.update(tune_config=dict(config), tune_stage=f"rank:{self.ranker}", tune_matrix=self.matrix,
+                   ranked_by=self.ranker, tune_seconds=time.perf_counter() - t0)
+        return self.store.put(key, rec)
+
     def rank(self, config: dict[str, Any]) -> float:
-        """The configuration's modelling figure at the ranking size (NaN where it fails there)."""
+        """The configuration's ranking figure: the static predictor's time at the target, or the modelling figure
+        at the ranking size (NaN where it fails)."""
         key = config_key(config)
-        rec, _ = self._run(config, self.rank_size, self.rank_policy, "rank")
+        if self.ranker != "sweep":
+            rec = self.static_rank(config)
+        else:
+            rec, _ = self._run(config, self.rank_size, self.rank_policy, "rank")
         result = self.results.setdefault(key, Result(config, "pending"))
         result.rank_record = rec
         return float(rec["model_s"]) if rec.get("tune_status") == "ok" else math.nan

@@ -24,6 +24,7 @@ class FakeTuner:
         self.budget = budget
         self.results = {}
         self.rank_size = 1
+        self.ranker = "sweep"
         self.rank_s = 0.0
         self.ranked = 0
 

@@ -124,3 +124,22 @@ def test_bad_tune_input_is_a_clear_error(tmp_path, extra, message):
 def test_tune_refuses_an_app(tmp_path):
     done = run_cli("tune", "cg", "--space", "S=1", "-o", tmp_path / "t")
     assert done.returncode == 2 and "takes a kernel spec" in done.stderr
+
+
+def test_model_strategy_ranks_by_a_static_model_with_a_profile(tmp_path):
+    from conftest import POCL_PROFILE
+
+    out = tmp_path / "tune"
+    done = run_cli("tune", "spmv_sell", "--space", "S=1,8,32;Nt=64,256", "--size", "40000", "--seconds", "0.05",
+                   "--strategy", "model", "--rank", "maxplus", "--profile", POCL_PROFILE, "--matrix", "banded",
+                   "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert "by maxplus at 40000" in done.stderr
+    recs = [json.loads(line) for line in (out / "tune.jsonl").read_text().splitlines()]
+    ranks = [r for r in recs if r["tune_stage"] == "rank:maxplus"]
+    assert len(ranks) == 6 and all(r["tune_status"] == "ok" and r["model_s"] > 0 for r in ranks)
+    assert not [r for r in recs if r["tune_stage"] == "rank"]  # nothing timed at a ranking size
+    assert 1 <= len([r for r in recs if r["tune_stage"] == "target"]) <= 6
+    bad = run_cli("tune", "spmv_sell", "--space", "S=1", "--size", "4000", "--strategy", "model", "--rank", "fractal",
+                  "--profile", POCL_PROFILE, "-o", tmp_path / "t2")
+    assert bad.returncode == 2 and "not a static one" in bad.stderr

@@ -1,8 +1,9 @@
 """Model-guided search: rank every configuration by a cheap prediction, measure best-first, and stop when the best
 measured configuration is statistically out of reach of every unmeasured one.
 
-The cheap prediction is each configuration's modelling figure at a small size (``Tuner.rank_size``, an eighth of
-the target by default). The target's figure is predicted from it by a line in log-log space fitted on the
+The cheap prediction is a static model's time for the configuration at the target (``Tuner.ranker``: with the
+device's profile, the first registered static predictor that applies, max-plus on a CPU), else each
+configuration's modelling figure at a small size (``Tuner.rank_size``, an eighth of the target by default). The target's figure is predicted from it by a line in log-log space fitted on the
 configurations measured so far (log T = a + b log t_small; Theil-Sen's median of slopes, so that one measurement
 a shared device slowed does not tilt it; with fewer than ``MIN_FOR_SLOPE`` measured, or small figures too alike to
 fix a slope, b = 1: a common ratio). Each unmeasured configuration's prediction is a Student t law with the fit's
@@ -50,7 +51,8 @@ class ModelGuided(Strategy):
             else:
                 tuner.measure(config)  # fails at the small size: measured for the table (it will fail or tell)
         ranked.sort(key=lambda x: x[0])
-        tuner.say(f"ranked {len(ranked)} configuration(s) at size {tuner.rank_size} in {tuner.rank_s:.1f} s")
+        how = f"at size {tuner.rank_size}" if tuner.ranker == "sweep" else f"by {tuner.ranker} at {tuner.size}"
+        tuner.say(f"ranked {len(ranked)} configuration(s) {how} in {tuner.rank_s:.1f} s")
         measured: list[tuple[float, float]] = []  # (small, target) of the measured ones
         widths: list[float] = []  # their figures' interval widths (log units)
         for i, (small, config) in enumerate(ranked):
