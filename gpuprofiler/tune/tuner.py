@@ -4,6 +4,7 @@ fails to compile, launch or check is reported with the reason and the tune goes 
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -18,7 +19,7 @@ from gpuprofiler.models.maxplus.bounds import reaches
 from gpuprofiler.tune.space import Space, config_key
 from gpuprofiler.tune.store import TuneStore, tune_key
 from gpuprofiler.validate.suite import item_digest
-from gpuprofiler.workloads import isolated
+from gpuprofiler.workloads import isolated, sparse
 from gpuprofiler.workloads.spec import KernelSpec
 
 # the policy of a configuration at the target: as `measure`, one placement, a second of sampling
@@ -27,6 +28,18 @@ TUNE = TimingPolicy(warmup=2, warmup_s=0.1, min_samples=5, budget_s=1.0, rel_ci=
 RANK = TimingPolicy(warmup=1, warmup_s=0.05, min_samples=5, budget_s=0.2, rel_ci=0.03)
 RANK_FRACTION = 8  # the ranking size: the target over this, ...
 LLC_FACTOR = 1.25  # ... or larger, so that its arrays exceed the last-level cache by this factor where the target's do
+
+
+def matrix_key(source: str | None) -> str | None:
+    """A matrix as the store keys it: a family by name, a Matrix Market file by its path and contents' digest (an
+    edited file is measured again)."""
+    if source is None or not sparse.is_file_source(source):
+        return source
+    h = hashlib.sha256()
+    with open(source, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return f"{source}#{h.hexdigest()[:16]}"
 
 
 @dataclass
@@ -79,7 +92,7 @@ class Tuner:
 
     def __post_init__(self):
         self.digest = item_digest(Path(self.spec.path), self.spec)
-        self.matrix = (self.spec.matrix or {}).get("source")
+        self.matrix = matrix_key((self.spec.matrix or {}).get("source"))
         self.results: dict[str, Result] = {}
         self.candidates: list[dict[str, Any]] = []
         for config in self.space.configs():

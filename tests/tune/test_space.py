@@ -56,3 +56,15 @@ def test_comparisons_and_logic_match_python(a, b, c):
 def test_logic_short_circuits_like_python():
     assert evaluate("S == 0 or 8 % S == 0", {"S": 0}) == 1  # the right side would divide by zero
     assert evaluate("S != 0 and 8 % S == 0", {"S": 0}) == 0
+
+
+def test_a_matrix_file_is_keyed_by_its_contents(tmp_path):
+    from gpuprofiler.tune.tuner import matrix_key
+
+    f = tmp_path / "a.mtx"
+    f.write_text("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 1.0\n")
+    first = matrix_key(str(f))
+    assert first == matrix_key(str(f)) and first.startswith(str(f) + "#")
+    f.write_text("%%MatrixMarket matrix coordinate real general\n2 2 1\n1 1 2.0\n")
+    assert matrix_key(str(f)) != first
+    assert matrix_key("poisson2d") == "poisson2d" and matrix_key(None) is None
