@@ -40,7 +40,7 @@ class ModelGuided(Strategy):
         self.alpha = alpha
         self.tolerance = tolerance
         self.chance = math.nan  # at the stop: bound on the chance an unmeasured configuration beats the best
-        self.reach = math.nan   # at the stop: how much faster (fraction) the best unmeasured one could be, 95%
+        self.reach = math.nan   # at the stop: how much faster (fraction) the most promising unmeasured one could be
 
     def search(self, tuner) -> None:
         ranked = []
