@@ -14,7 +14,6 @@ Writes DIR/<family>/{brute,model,pairs}/ (stores, tables, plots), DIR/formats.cs
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import time
 from pathlib import Path
@@ -29,10 +28,11 @@ from gpuprofiler.measure.engine import Engine  # noqa: E402
 from gpuprofiler.measure.stats import model_value  # noqa: E402
 from gpuprofiler.models.maxplus.bounds import reaches  # noqa: E402
 from gpuprofiler.report.plots import plot_tune  # noqa: E402
+from gpuprofiler.report.validation import write_csv  # noqa: E402
 from gpuprofiler.tune import strategies  # noqa: E402
 from gpuprofiler.tune.space import parse_space  # noqa: E402
 from gpuprofiler.tune.store import TuneStore  # noqa: E402
-from gpuprofiler.tune.tuner import TUNE, Tuner  # noqa: E402
+from gpuprofiler.tune.tuner import TUNE, Tuner, table_columns  # noqa: E402
 from gpuprofiler.workloads import isolated, sparse  # noqa: E402
 from gpuprofiler.workloads.builtin import resolve  # noqa: E402
 from gpuprofiler.workloads.spec import load_spec  # noqa: E402
@@ -55,11 +55,7 @@ def tune(backend, spec, size, strategy, out: Path):
     rows = tuner.table()
     plot_tune(rows, space.names, out / "space.png", f"{spec.name} on {spec.matrix['source']} at {size}, {strategy}",
               space.params)
-    with open(out / "table.csv", "w", newline="") as fh:
-        cols = ["S", "Nt", "status", "seconds", "ci_low_s", "ci_high_s", "median_s", "gbps", "rank_s", "reason"]
-        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(out / "table.csv", rows, table_columns(space.names))
     return tuner, s, wall
 
 
@@ -67,20 +63,13 @@ def ab(backend, spec, size, a: dict, b: dict, seconds: float = 4.0) -> tuple[flo
     """Two configurations timed in alternation, one launch of each per round (the drift of a shared device falls
     on both alike): (figure of a, figure of b, b / a)."""
     from gpuprofiler.workloads.bounds import check_sizes
-    from gpuprofiler.workloads.kernel import prepare
+    from gpuprofiler.workloads.kernel import _timed_run, prepare
 
     engine = Engine(TUNE.but(budget_s=seconds, rel_ci=0.0, max_samples=100000))
     runs = []
     for cfg in (a, b):
         check_sizes(spec, [size], cfg, reaches)
-        p = prepare(backend, spec, size, overrides=cfg, bounds_checked=True)
-
-        def once(p=p) -> float:
-            event = engine.launch_once(backend, p.kernel, p.instance.global_size, p.instance.local_size, p.args())
-            backend.finish()
-            return event.seconds()
-
-        runs.append(once)
+        runs.append(_timed_run(backend, engine, prepare(backend, spec, size, overrides=cfg, bounds_checked=True)))
     ta, tb = engine.interleave(runs)
     fa, fb = model_value(ta.device_s), model_value(tb.device_s)
     return fa, fb, fb / fa
@@ -145,10 +134,7 @@ def main() -> int:
                "model_s": round(model_wall, 1), "model_note": " ".join(ms.notes)}
         say(f"{family}: {row}")
         table.append(row)
-        with open(out / "formats.csv", "w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=list(table[0]))
-            w.writeheader()
-            w.writerows(table)
+        write_csv(out / "formats.csv", table, list(table[0]))
     backend.close()
     lines = ["| family | rows | nnz | row CV | SELL best | SELL ms | SELL GB/s | stored/nnz | SELL 1x2 best | SELL 1x2 ms | "
              "SELL 1x2 GB/s | blocks/nnz | CSR ms | CSR GB/s | "

@@ -51,10 +51,11 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.device import open_backend
     from gpuprofiler.measure.storage import default_path, json_ready
     from gpuprofiler.report.plots import plot_tune
+    from gpuprofiler.report.validation import write_csv
     from gpuprofiler.tune import strategies
     from gpuprofiler.tune.space import parse_space
     from gpuprofiler.tune.store import TuneStore
-    from gpuprofiler.tune.tuner import Tuner
+    from gpuprofiler.tune.tuner import Tuner, table_columns
     from gpuprofiler.workloads.builtin import resolve
     from gpuprofiler.workloads.spec import load_spec
 
@@ -102,7 +103,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         backend.close()
     rows = tuner.table()
-    _write_csv(rows, space.names, out / "table.csv")
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(out / "table.csv", rows, table_columns(space.names))
     title = f"{spec.name} on {matrix} at {size}, {backend.info.name}"
     plot = plot_tune(rows, space.names, out / "space.png", title, space.params)
     best = tuner.best()
@@ -139,15 +141,3 @@ def _print(rows: list[dict], names: list[str]) -> None:
         gb = f"{r['gbps']:.2f}" if isinstance(r["gbps"], float) and math.isfinite(r["gbps"]) else "-"
         print(f"{r['config']:<24} {r['status']:<10} {_fmt(r['seconds']):>9} {iv:>19} {_fmt(r['median_s']):>9} "
               f"{gb:>7}  {' '.join(r['reason'].split())[:90]}")
-
-
-def _write_csv(rows: list[dict], names: list[str], path: Path) -> None:
-    import csv
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cols = names + ["status", "seconds", "ci_low_s", "ci_high_s", "median_s", "gbps", "samples", "rank_s", "reason"]
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: r.get(c, "") for c in cols})

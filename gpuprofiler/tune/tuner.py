@@ -30,6 +30,12 @@ RANK_FRACTION = 8  # the ranking size: the target over this, ...
 LLC_FACTOR = 1.25  # ... or larger, so that its arrays exceed the last-level cache by this factor where the target's do
 
 
+def table_columns(names: list[str]) -> list[str]:
+    """The columns of a tune's table.csv: the parameters, then the figures."""
+    return list(names) + ["status", "seconds", "ci_low_s", "ci_high_s", "median_s", "gbps", "samples", "rank_s",
+                          "reason"]
+
+
 def matrix_key(source: str | None) -> str | None:
     """A matrix as the store keys it: a family by name, a Matrix Market file by its path and contents' digest (an
     edited file is measured again)."""

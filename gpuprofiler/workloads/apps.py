@@ -45,21 +45,33 @@ class App:
         except AssertionError as exc:
             raise CheckError(f"{self.path}: check failed: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - user code can raise anything
-            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(self.path)]
-            where = f" (line {frames[-1].lineno})" if frames else ""
-            raise UserError(f"{self.path}: {what} raised {type(exc).__name__}{where}: {exc}") from None
+            raise UserError(f"{self.path}: {what} raised {type(exc).__name__}{line_in(exc, self.path)}: "
+                            f"{exc}") from None
 
 
-def load_app(path: str | Path) -> App:
+def line_in(exc: BaseException, path: Path) -> str:
+    """" (line N)": the last line of the user's file ``path`` in the exception's traceback, else ""."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(path)]
+    return f" (line {frames[-1].lineno})" if frames else ""
+
+
+def load_module(path: str | Path, kind: str) -> tuple[Path, ModuleType]:
+    """The user's Python file (an app, a loop nest) executed as a module; a missing file or one that raises is a
+    UserError naming it."""
     path = Path(path).resolve()
     if not path.is_file():
-        raise UserError(f"app file not found: {path}")
-    spec = importlib.util.spec_from_file_location(f"gpuprofiler_app_{path.stem}", path)
+        raise UserError(f"{kind} file not found: {path}")
+    spec = importlib.util.spec_from_file_location(f"gpuprofiler_{kind}_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001
-        raise UserError(f"{path}: cannot load the app: {type(exc).__name__}: {exc}") from None
+        raise UserError(f"{path}: cannot load the {kind}: {type(exc).__name__}: {exc}") from None
+    return path, module
+
+
+def load_app(path: str | Path) -> App:
+    path, module = load_module(path, "app")
     if not callable(getattr(module, "run", None)):
         raise UserError(f"{path}: an app must define run(ctx, n)")
     return App(path, module)

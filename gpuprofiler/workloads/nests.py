@@ -11,7 +11,6 @@ to search:
             "c": ("float32", ("n", "n"), "output")}
     PARAMS = {"TI": [8, 16], "TJ": [8, 16], "PREFETCH": [0, 1]}   # the tunable transformation parameters
     DEFAULTS = {"TI": 16, "TJ": 16, "PREFETCH": 1}
-    BASELINE = {...}                               # optional: the configuration that stands for "untransformed"
     GLOBAL = ["ceil(n / TJ) * TJ", "ceil(n / TI) * TI"]   # the launch, as spec expressions of the parameters
     LOCAL = ["TJ", "TI"]
     CHECKS = [("c", "matmul(a, b)")]               # the spec's numpy reference (its check language)
@@ -30,10 +29,8 @@ loopy itself runs on the same device (one work-item through the whole nest), on 
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -42,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.errors import GpuProfilerError, UserError
+from gpuprofiler.workloads.apps import line_in, load_module
 from gpuprofiler.workloads.safe_eval import evaluate_int
 from gpuprofiler.workloads.spec import DTYPES, is_c_identifier, load_spec
 
@@ -69,7 +67,6 @@ class Nest:
     size: str
     params: dict[str, list[int]]
     defaults: dict[str, int]
-    baseline: dict[str, int] | None
     small: list[int] = field(default_factory=list)
     target: list[int] = field(default_factory=list)
 
@@ -83,21 +80,12 @@ class Nest:
         except GpuProfilerError:
             raise
         except Exception as exc:  # noqa: BLE001 - user code (and loopy on it) can raise anything
-            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(self.path)]
-            where = f" (line {frames[-1].lineno})" if frames else ""
-            raise UserError(f"{self.path}: {what}{where}: {type(exc).__name__}: {str(exc)[:400]}") from None
+            raise UserError(f"{self.path}: {what}{line_in(exc, self.path)}: {type(exc).__name__}: "
+                            f"{str(exc)[:400]}") from None
 
 
 def load_nest(path: str | Path) -> Nest:
-    path = Path(path).resolve()
-    if not path.is_file():
-        raise UserError(f"nest file not found: {path}")
-    spec = importlib.util.spec_from_file_location(f"gpuprofiler_nest_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001
-        raise UserError(f"{path}: cannot load the nest: {type(exc).__name__}: {exc}") from None
+    path, module = load_module(path, "nest")
     missing = [k for k in REQUIRED if not hasattr(module, k)]
     if missing:
         raise UserError(f"{path}: a nest file must define {', '.join(missing)} (see `gpuprofiler generate --help`)")
@@ -116,11 +104,9 @@ def load_nest(path: str | Path) -> Nest:
     if count > MAX_VARIANTS:
         raise UserError(f"{path}: PARAMS make {count} configurations; generate makes at most {MAX_VARIANTS}")
     defaults = dict(getattr(module, "DEFAULTS", {k: v[0] for k, v in params.items()}))
-    baseline = getattr(module, "BASELINE", None)
-    for label, cfg in (("DEFAULTS", defaults), ("BASELINE", baseline)):
-        if cfg is not None and (set(cfg) != set(params) or any(cfg[k] not in params[k] for k in params)):
-            raise UserError(f"{path}: {label} must give every parameter one of its PARAMS values, got {cfg!r}")
-    return Nest(path, module, name, size, params, defaults, baseline, list(getattr(module, "SMALL", [])),
+    if set(defaults) != set(params) or any(defaults[k] not in params[k] for k in params):
+        raise UserError(f"{path}: DEFAULTS must give every parameter one of its PARAMS values, got {defaults!r}")
+    return Nest(path, module, name, size, params, defaults, list(getattr(module, "SMALL", [])),
                 list(getattr(module, "TARGET", [])))
 
 
@@ -195,10 +181,9 @@ def _variant_expression(nest: Nest) -> str:
 
 def _check_grid(nest: Nest, v: Variant, sizes: list[int]) -> str:
     """'' where loopy's launch for the configuration equals the spec's GLOBAL/LOCAL at these sizes, else why not."""
-    names_for = lambda n: {nest.size: n, **v.config}  # noqa: E731
     glob, local = getattr(nest.module, "GLOBAL"), getattr(nest.module, "LOCAL")
     for n in sizes:
-        names = names_for(n)
+        names = {nest.size: n, **v.config}
         want_local = [evaluate_int(x, names, "LOCAL") for x in local]
         want_global = [evaluate_int(x, names, "GLOBAL") for x in glob]
         got_local = [evaluate_int(x.replace(" ", ""), {nest.size: n}, "loopy's local size") for x in v.local]
@@ -239,7 +224,7 @@ def _spec_text(nest: Nest, name: str, source: str, params: dict[str, str], glob:
     if params:
         lines += ["[params]"] + [f'{k} = "{v}"' for k, v in params.items()]
         lines += ["", "[defines]", 'VARIANT = "VARIANT"', ""]
-    for a in untransformed(nest).default_entrypoint.args:
+    for a in _args(nest, loopy()):
         lines.append("[[args]]")
         lines.append(f'name = "{a.name}"')
         lines.append(f'dtype = "{np.dtype(a.dtype.numpy_dtype).name}"')

@@ -226,6 +226,26 @@ def matrix(source: str, n: int) -> Csr:
     return m
 
 
+def _place(m: Csr, sliceptr: np.ndarray, first_row: np.ndarray, heights: np.ndarray,
+           slice_of_row: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """``m``'s columns and values laid out slice by slice, column by column (element k of row r of slice s at
+    ``sliceptr[s] + k * heights[s] + r - first_row[s]``), padding zeros at column 0. ``m.vals`` may hold several
+    values per entry (a block's), which stay together."""
+    if sliceptr[-1] >= 2**31:
+        raise UserError(f"{what}: {sliceptr[-1]} stored elements do not fit 32-bit offsets")
+    lengths = m.row_lengths()
+    row = np.repeat(np.arange(m.rows), lengths)
+    pos = np.arange(len(m.cols)) - np.repeat(m.rowptr[:-1].astype(np.int64), lengths)
+    s = slice_of_row[row]
+    dest = sliceptr[s] + pos * heights[s] + row - first_row[s]
+    per = len(m.vals) // len(m.cols) if len(m.cols) else 1
+    cols = np.zeros(sliceptr[-1], np.int32)
+    vals = np.zeros((sliceptr[-1], per), np.float32)
+    cols[dest] = m.cols
+    vals[dest] = m.vals.reshape(-1, per)
+    return cols, vals.ravel()
+
+
 def to_sell(m: Csr, S: int) -> Sell:
     """``m`` in Sliced ELLPACK with slice height ``S`` (rows past the last full slice are empty padding)."""
     if S < 1:
@@ -237,15 +257,8 @@ def to_sell(m: Csr, S: int) -> Sell:
     widths = lengths.reshape(slices, S).max(axis=1)
     sliceptr = np.zeros(slices + 1, np.int64)
     np.cumsum(widths * S, out=sliceptr[1:])
-    if sliceptr[-1] >= 2**31:
-        raise UserError(f"SELL with S = {S}: {sliceptr[-1]} stored elements do not fit 32-bit offsets")
-    row = np.repeat(np.arange(n), m.row_lengths())
-    pos = np.arange(m.nnz) - np.repeat(m.rowptr[:-1].astype(np.int64), m.row_lengths())
-    dest = sliceptr[row // S] + pos * S + row % S
-    cols = np.zeros(sliceptr[-1], np.int32)
-    vals = np.zeros(sliceptr[-1], np.float32)
-    cols[dest] = m.cols
-    vals[dest] = m.vals
+    cols, vals = _place(m, sliceptr, np.arange(slices) * S, np.full(slices, S), np.arange(n) // S,
+                        f"SELL with S = {S}")
     return Sell(S, n, sliceptr.astype(np.int32), cols, vals)
 
 
@@ -292,32 +305,25 @@ def to_pairs(m: Csr) -> Csr:
 @functools.lru_cache(maxsize=16)
 def pair_sell(source: str, n: int, S: int) -> Sell:
     """Sliced ELLPACK of the 1x2 blocks of ``source``: ``vals`` holds two values per stored block."""
-    blocks = to_pairs(matrix(source, n))
-    one = to_sell(Csr(blocks.rowptr, blocks.cols, np.zeros(len(blocks.cols), np.float32)), int(S))
-    # the same layout for the value pairs: place each block's two values where its column went
-    lengths = blocks.row_lengths()
-    row = np.repeat(np.arange(n), lengths)
-    pos = np.arange(len(blocks.cols)) - np.repeat(blocks.rowptr[:-1].astype(np.int64), lengths)
-    dest = one.sliceptr[row // S].astype(np.int64) + pos * S + row % S
-    vals = np.zeros((one.stored, 2), np.float32)
-    vals[dest] = blocks.vals.reshape(-1, 2)
-    return Sell(int(S), n, one.sliceptr, one.cols, vals.ravel())
+    return to_sell(to_pairs(matrix(source, n)), int(S))
+
+
+def _slice_sums(sliceptr, products: np.ndarray, S: int, rows: int) -> np.ndarray:
+    """Row sums of the stored elements' products, fixed slice height ``S``: every slice holds a whole number of
+    S-element lines (column steps), so the products form a (lines, S) array whose column r is row r of its slice,
+    and one ``reduceat`` sums each slice's lines."""
+    sliceptr = np.asarray(sliceptr, dtype=np.int64)
+    sums = np.zeros((len(sliceptr) - 1, S))
+    full = np.diff(sliceptr) > 0
+    if full.any():
+        sums[full] = np.add.reduceat(products.reshape(-1, S), sliceptr[:-1][full] // S, axis=0)
+    return sums.ravel()[:rows]
 
 
 def sell_matvec(sliceptr, cols, vals, x, S, rows):
-    """y = A @ x from A's Sliced ELLPACK arrays (float64 sums). Every slice holds a whole number of S-element
-    lines (column steps), so the products form a (lines, S) array whose column r is row r of its slice; the lines
-    of each slice are summed with one ``reduceat``."""
-    sliceptr = np.asarray(sliceptr, dtype=np.int64)
-    S, rows = int(S), int(rows)
-    slices = len(sliceptr) - 1
+    """y = A @ x from A's Sliced ELLPACK arrays (float64 sums)."""
     products = np.multiply(np.asarray(vals), np.asarray(x, dtype=np.float64)[np.asarray(cols)], dtype=np.float64)
-    lines = products.reshape(-1, S)
-    sums = np.zeros((slices, S))
-    full = np.diff(sliceptr) > 0
-    if full.any():
-        sums[full] = np.add.reduceat(lines, sliceptr[:-1][full] // S, axis=0)
-    return sums.ravel()[:rows]
+    return _slice_sums(sliceptr, products, int(S), int(rows))
 
 
 @dataclass(frozen=True)
@@ -373,16 +379,7 @@ def to_var_sell(m: Csr, S: int, waste: float) -> VarSell:
     widths = np.maximum.reduceat(lengths, slicerow[:-1]) if len(lengths) else np.zeros(0, np.int64)
     sliceptr = np.zeros(len(heights) + 1, np.int64)
     np.cumsum(widths * heights, out=sliceptr[1:])
-    if sliceptr[-1] >= 2**31:
-        raise UserError(f"variable-height SELL: {sliceptr[-1]} stored elements do not fit 32-bit offsets")
-    row = np.repeat(np.arange(m.rows), lengths)
-    pos = np.arange(m.nnz) - np.repeat(m.rowptr[:-1].astype(np.int64), lengths)
-    s_of = rowslice[row]
-    dest = sliceptr[s_of] + pos * heights[s_of] + (row - slicerow[s_of])
-    cols = np.zeros(sliceptr[-1], np.int32)
-    vals = np.zeros(sliceptr[-1], np.float32)
-    cols[dest] = m.cols
-    vals[dest] = m.vals
+    cols, vals = _place(m, sliceptr, slicerow, heights, rowslice, "variable-height SELL")
     return VarSell(sliceptr.astype(np.int32), slicerow.astype(np.int32), rowslice.astype(np.int32), cols, vals)
 
 
@@ -410,8 +407,7 @@ def pair_sell_matvec(sliceptr, cols, vals, x, S, rows):
     x = np.asarray(x, dtype=np.float64)
     c = np.asarray(cols, dtype=np.int64)
     x_next = x[np.minimum(c + 1, len(x) - 1)]  # a padded block's second value is 0 where c + 1 is past the end
-    products = pairs[:, 0] * x[c] + pairs[:, 1] * x_next
-    return sell_matvec(sliceptr, np.arange(len(products)), products, np.ones(len(products)), S, rows)
+    return _slice_sums(sliceptr, pairs[:, 0] * x[c] + pairs[:, 1] * x_next, int(S), int(rows))
 
 
 def parts(source: str, n: int, S: int | None, wanted: tuple[str, ...] = PARTS,

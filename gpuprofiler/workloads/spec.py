@@ -466,21 +466,14 @@ def _parse_matrix(raw: dict, where: str) -> dict[str, Any] | None:
         raise UserError(f"{where}.matrix: unknown field(s) {', '.join(sorted(map(str, unknown)))} "
                         f"(allowed: {', '.join(sorted(_MATRIX_KEYS))})")
     source = _require(table, "source", f"{where}.matrix", str, "a matrix family or a Matrix Market file")
-    if not sparse.is_file_source(source):
-        sparse.check_source(source, f"{where}.matrix.source")
-    else:
-        source = str(path_near(where, source))
-        sparse.check_source(source, f"{where}.matrix.source")
+    if sparse.is_file_source(source):  # a Matrix Market file, relative to the spec's folder
+        source = str(Path(where).parent / source)
+    sparse.check_source(source, f"{where}.matrix.source")
     out: dict[str, Any] = {"source": source}
     for key in ("rows", "slice", "waste"):
         if key in table:
             out[key] = _expression(table[key], f"{where}.matrix.{key}")
     return out
-
-
-def path_near(where: str, rel: str) -> Path:
-    """A file named in a spec, relative to the spec's folder."""
-    return Path(where).parent / rel
 
 
 def _parse_toml(path: Path) -> dict:
