@@ -24,6 +24,7 @@ LAYERS = (
     ("gpuprofiler.models",),
     ("gpuprofiler.validate",),
     ("gpuprofiler.tune",),
+    ("gpuprofiler.simulate",),
     ("gpuprofiler.report",),
     ("gpuprofiler.testing",),
     ("gpuprofiler.cli", "gpuprofiler.__main__"),

@@ -21,13 +21,15 @@ from gpuprofiler.cli import (
     measure,
     pipeline,
     profile,
+    simulate,
     tune,
     validate,
 )
 from gpuprofiler.errors import DeviceError, GpuProfilerError
 
 # one module per command, in the order `gpuprofiler --help` lists them
-COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, loops, validate, tune, generate)
+COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, loops, validate, tune, generate,
+            simulate)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -31,6 +31,10 @@ def add_parser(sub) -> None:
                    help="with --repeat: wait this long between blocks, to spread them in time")
     p.add_argument("--plot", metavar="FILE.png",
                    help="with --repeat: plot every block's samples, 10th percentile and median")
+    p.add_argument("--trace", metavar="FILE.json",
+                   help="apps: write the measured timeline (the run of median length at each size: every launch and "
+                        "copy, its buffers, the host's calls) as Chrome trace-event JSON, for Perfetto or "
+                        "chrome://tracing and for `gpuprofiler simulate`")
     p.add_argument("--sequential", action="store_true",
                    help="time one size after the other instead of in alternation (rounds over the sizes)")
     p.set_defaults(func=run)
@@ -61,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     sets = overrides(args.set)
     if is_app and sets:
         raise UserError("--set applies to kernel specs, not apps")
+    if args.trace and not is_app:
+        raise UserError("--trace records an app's timeline (a .py app); a spec is one kernel: see `measure --json`")
     if not is_app:  # every launch against its buffers, before a device is opened or anything compiled
         check_sizes(item, sizes, sets, reaches)
     backend = open_backend(args.device)
@@ -78,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
                  f"({rec['samples']} samples, {rec['stop_reason']}); saved")
 
     records: list[dict] = []
+    timelines: dict[int, dict] = {}
+
+    def timeline(size: int, data: dict) -> None:
+        timelines.setdefault(size, data)  # the first block's
+
     try:
         for n in range(args.repeat):
             block["n"] = n
@@ -91,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
             # in the device's worker process (a crashing runtime is exit 3, the records stored so far kept); the
             # buffers were checked above
             records += isolated.measure(backend, item, sizes, policy(args), check=check, on_record=keep,
-                                        overrides=sets or None, progress=progress, interleave=not args.sequential)
+                                        overrides=sets or None, progress=progress, interleave=not args.sequential,
+                                        on_timeline=timeline if args.trace else None)
     except KeyboardInterrupt:
         progress(f"interrupted: {log.written} finished measurement(s) kept in {log.path}")
         return 130
@@ -107,6 +119,13 @@ def run(args: argparse.Namespace) -> int:
         if args.repeat > 1:
             print()
             print_repeats(repeat_table(records))
+    if args.trace and timelines:
+        from gpuprofiler.simulate import chrome
+
+        named = [(f"measured: {item.name} size {size} on {data['devices'][0]['id']}", chrome.measured_rows(data))
+                 for size, data in sorted(timelines.items())]
+        out = chrome.write(args.trace, chrome.trace(named, recorded=timelines[min(timelines)]))
+        progress(f"timeline of {len(timelines)} size(s) written to {out} (open it in https://ui.perfetto.dev)")
     if args.plot:
         from gpuprofiler.report.plots import plot_repeats
 

@@ -54,17 +54,21 @@ def default_device_id(devices: list[DeviceInfo] | None = None) -> str:
 def open_backend(device_id: str | None = None) -> Backend:
     """Open the device ``device_id`` (or the default) and return its backend."""
     device_id = device_id or default_device_id()
-    m = re.fullmatch(r"opencl:(\d+):(\d+)|cuda:(\d+)", device_id.strip())
+    m = re.fullmatch(r"opencl:(\d+):(\d+)(?:/(\d+)(?:/(\d+))?)?|cuda:(\d+)", device_id.strip())
     if not m:
-        raise UserError(f"unknown device id {device_id!r}: expected opencl:P:D or cuda:I (see `gpuprofiler devices`)")
-    if m.group(3) is not None:
+        raise UserError(f"unknown device id {device_id!r}: expected opencl:P:D, opencl:P:D/N (split into N "
+                        "sub-devices), opencl:P:D/N/K (the first K of them) or cuda:I (see `gpuprofiler devices`)")
+    if m.group(5) is not None:
         if not cuda_available():
             raise UserError("device cuda:* needs pycuda: pip install 'gpuprofiler[cuda]' where the CUDA toolkit is")
         from gpuprofiler.device.cuda import CUDABackend
 
-        return CUDABackend(int(m.group(3)))
+        return CUDABackend(int(m.group(5)))
     if importlib.util.find_spec("pyopencl") is None:
         raise UserError("device opencl:* needs pyopencl: pip install pyopencl")
-    from gpuprofiler.device.opencl import OpenCLBackend
+    from gpuprofiler.device.opencl import OpenCLBackend, open_split
 
+    if m.group(3) is not None:
+        return open_split(int(m.group(1)), int(m.group(2)), int(m.group(3)),
+                          None if m.group(4) is None else int(m.group(4)))
     return OpenCLBackend(int(m.group(1)), int(m.group(2)))

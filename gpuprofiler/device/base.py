@@ -52,6 +52,10 @@ class Event(abc.ABC):
     def seconds(self) -> float:
         """Device-measured duration of the operation (events), in seconds."""
 
+    def span_ns(self) -> tuple[int, int] | None:
+        """Start and end on the device's clock in nanoseconds (for timelines), where the API gives them."""
+        return None
+
 
 class Kernel(abc.ABC):
     """A compiled kernel function, launched through :meth:`Backend.launch`."""
@@ -116,6 +120,12 @@ class Backend(abc.ABC):
         """Device seconds from the start of the first to the end of the last of ``launches`` launches, all
         queued before the device reaches the first: ``launches`` x the device's back-to-back launch time."""
         raise NotImplementedError(f"the {self.kind} backend cannot time launches back to back on the device")
+
+    @property
+    def peers(self) -> list["Backend"]:
+        """Every device a program opened through this id may use, this one first: itself, or the sub-devices of a
+        split device (``opencl:P:D/N``)."""
+        return getattr(self, "_peers", None) or [self]
 
     def launch_hooks(self) -> Sequence[LaunchHook]:
         """Hooks the timing engine runs around each timed launch on this device (none by default)."""

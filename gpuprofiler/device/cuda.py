@@ -70,11 +70,17 @@ def list_devices() -> list[DeviceInfo]:
 
 
 class CUDAEvent(Event):
-    def __init__(self, start: "cuda.Event", end: "cuda.Event"):
-        self.start, self.end = start, end
+    def __init__(self, start: "cuda.Event", end: "cuda.Event", origin: "cuda.Event | None" = None):
+        self.start, self.end, self.origin = start, end, origin
 
     def seconds(self) -> float:
         return self.end.time_since(self.start) * 1e-3
+
+    def span_ns(self) -> tuple[int, int] | None:
+        """Start and end in nanoseconds since the backend's origin event (CUDA events have no absolute clock)."""
+        if self.origin is None:
+            return None
+        return (int(round(self.start.time_since(self.origin) * 1e6)), int(round(self.end.time_since(self.origin) * 1e6)))
 
 
 class CUDAKernel(Kernel):
@@ -123,6 +129,8 @@ class CUDABackend(Backend):
         self.info = describe(index, self.device)
         self._modules: dict[tuple, Any] = {}
         self._hold_hook: HoldHook | None = None
+        self._origin = cuda.Event()  # the zero of this backend's event timeline
+        self._origin.record()
         # pycuda aborts the interpreter if a context is still pushed when it unloads
         atexit.register(self.close)
 
@@ -131,7 +139,7 @@ class CUDABackend(Backend):
         start.record()
         action()
         end.record()
-        return CUDAEvent(start, end)
+        return CUDAEvent(start, end, self._origin)
 
     def compile(self, source: str, kernel_name: str, defines: dict[str, Any] | None = None,
                 options: Sequence[str] = ()) -> CUDAKernel:

@@ -107,6 +107,9 @@ class CLEvent(Event):
     def seconds(self) -> float:
         return (self.event.profile.end - self.event.profile.start) * 1e-9
 
+    def span_ns(self) -> tuple[int, int]:
+        return int(self.event.profile.start), int(self.event.profile.end)
+
     def launch_latency(self) -> float:
         """Profiling start minus queued time: clpeak's "kernel launch latency"."""
         return (self.event.profile.start - self.event.profile.queued) * 1e-9
@@ -126,15 +129,17 @@ class OpenCLBackend(Backend):
     kind = "opencl"
     source_suffix = ".cl"
 
-    def __init__(self, platform_index: int = 0, device_index: int = 0):
-        plats = platforms()
-        try:
-            device = plats[platform_index].get_devices()[device_index]
-        except IndexError:
-            raise UserError(f"unknown device opencl:{platform_index}:{device_index}; "
-                            "see `gpuprofiler devices`") from None
+    def __init__(self, platform_index: int = 0, device_index: int = 0, device: "cl.Device | None" = None,
+                 info: DeviceInfo | None = None):
+        if device is None:
+            plats = platforms()
+            try:
+                device = plats[platform_index].get_devices()[device_index]
+            except IndexError:
+                raise UserError(f"unknown device opencl:{platform_index}:{device_index}; "
+                                "see `gpuprofiler devices`") from None
         self.device = device
-        self.info = describe(platform_index, device_index, device)
+        self.info = info or describe(platform_index, device_index, device)
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self._programs: dict[tuple, cl.Program] = {}
@@ -267,3 +272,31 @@ class OpenCLBackend(Backend):
     def close(self) -> None:
         self._programs.clear()
         self._pinned.clear()
+        for peer in self.peers[1:]:
+            peer.close()
+
+
+def open_split(platform_index: int, device_index: int, parts: int, use: int | None = None) -> OpenCLBackend:
+    """The device split by fission into ``parts`` sub-devices of equal compute units, the first ``use`` of them
+    (all by default) opened, each with its own context and profiling queue; the first is returned, the others are
+    its ``peers``."""
+    whole = OpenCLBackend(platform_index, device_index)
+    cus = whole.info.compute_units
+    use = parts if use is None else use
+    if parts < 1 or cus % parts or not 1 <= use <= parts:
+        raise UserError(f"opencl:{platform_index}:{device_index} has {cus} compute units: it splits into a divisor "
+                        f"of that many equal sub-devices, and 1..N of them are used (got /{parts}/{use})")
+    try:
+        subs = whole.device.create_sub_devices([cl.device_partition_property.EQUALLY, cus // parts])
+    except (cl.Error, cl.LogicError, cl.RuntimeError) as exc:
+        raise UserError(f"opencl:{platform_index}:{device_index} cannot be split into sub-devices: {exc}") from None
+    whole.close()
+    backends = []
+    for k, sub in enumerate(subs[:use]):
+        info = describe(platform_index, device_index, sub)
+        info.id = f"opencl:{platform_index}:{device_index}/{parts}" + (f"/{use}" if use != parts else "")
+        info.extra["sub_device"] = {"index": k, "parts": parts, "used": use,
+                                    "parent_compute_units": cus}
+        backends.append(OpenCLBackend(device=sub, info=info))
+    backends[0]._peers = backends
+    return backends[0]

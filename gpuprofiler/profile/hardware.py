@@ -230,6 +230,12 @@ class HardwareView:
                 out.append((float(-(-threads // local)), secs))
         return out
 
+    def transfer_curve(self, key: str) -> list[tuple[float, float]]:
+        """Host-device copy times of the transfer section (``key``: htod, dtoh, htod_pinned, dtoh_pinned): (bytes,
+        fastest seconds), increasing bytes."""
+        section = self._data.get("transfer")
+        return self._curve(section if isinstance(section, dict) else None, f"{key}_curve", "min_s")
+
     @property
     def bandwidth_curve(self) -> list[tuple[float, float]]:
         """Read bandwidth against working set: (bytes, B/s), increasing bytes."""

@@ -8,6 +8,7 @@ AssertionError when the result returned by ``run`` is wrong.
 from __future__ import annotations
 
 import importlib.util
+import time
 import traceback
 from pathlib import Path
 from types import ModuleType
@@ -81,14 +82,16 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
                 check: bool = True, on_record: Callable[[dict], None] | None = None,
                 progress: Callable[[str], None] | None = None, interleave: bool = True,
                 on_size: Callable[[int, list[dict]], None] | None = None,
-                on_stage: Callable[[str, list[int]], None] | None = None) -> list[dict]:
+                on_stage: Callable[[str, list[int]], None] | None = None,
+                on_timeline: Callable[[int, dict], None] | None = None) -> list[dict]:
     """Run the app repeatedly at each size; one record per phase per size (device event times summed per run),
     each passed to ``on_record`` as soon as it is built, and the records of one size together to ``on_size``;
     ``on_stage("time", sizes)`` is told which sizes are about to run.
 
     With ``interleave`` the sizes run in rounds, one run of each size per round (each run allocates and frees
     its own buffers), so that a shared device's changing load falls on every size alike; the budget is the
-    policy's per size."""
+    policy's per size. The app may use every device of ``backend.peers``; ``on_timeline(size, timeline)`` gets the
+    timed run of median length at each size, operation by operation (:func:`timeline`)."""
     policy = policy or TimingPolicy()
     overhead = launch_overhead(backend)
     sizes = [int(s) for s in sizes]
@@ -96,15 +99,20 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
     records = []
     for group in groups:
         runs: dict[int, list[dict[str, dict[str, Any]]]] = {size: [] for size in group}
+        lines: dict[int, list[tuple[Recorder, tuple[int, int]]]] = {size: [] for size in group}
         checked: dict[int, bool] = {size: False for size in group}
 
         def once_at(size: int) -> Callable[[], float]:
             def once() -> float:
                 recorder = Recorder()
                 first = not runs[size]
-                ctx = RunContext(backend, recorder, app.path.parent, poison=first and check)
+                ctx = RunContext(backend, recorder, app.path.parent, poison=first and check, peers=backend.peers)
+                t0 = time.perf_counter_ns()
                 result = app.call("run", app.run_fn, ctx, size)
-                backend.finish()
+                ctx.finish()
+                t1 = time.perf_counter_ns()
+                if on_timeline:  # the timeline is built for one run, after the timing
+                    lines[size].append((recorder, (t0, t1)))
                 if first and check and app.check_fn is not None:
                     app.call("check", app.check_fn, size, result)
                     checked[size] = True
@@ -120,6 +128,11 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
             on_stage("time", list(group))
         timings = Engine(policy).interleave([once_at(size) for size in group], budget_s=policy.budget_s * len(group))
         for size, timing in zip(group, timings):
+            if on_timeline:
+                timed = lines[size][len(timing.warmup_s):]
+                order = np.argsort([t1 - t0 for _, (t0, t1) in timed])
+                recorder, span = timed[int(order[(len(order) - 1) // 2])]
+                on_timeline(size, timeline(app, size, backend, recorder, span))
             mine = _phase_records(app, size, runs[size][len(timing.warmup_s):], timing, policy, overhead,
                                   checked[size], [s for s in group if s != size])
             for rec in mine:
@@ -129,6 +142,15 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
             if on_size:
                 on_size(size, mine)
     return records
+
+
+def timeline(app: App, size: int, backend: Backend, recorder: Recorder, host_ns: tuple[int, int]) -> dict:
+    """One run of the app as plain data: its devices, its operations in issue order (:meth:`Recorder.timeline`)
+    and the host clock at its start and end."""
+    return {"app": app.name, "path": str(app.path), "size": int(size),
+            "devices": [peer.info.to_dict() for peer in backend.peers],
+            "host_start_ns": host_ns[0], "host_end_ns": host_ns[1], "run_s": (host_ns[1] - host_ns[0]) * 1e-9,
+            "operations": recorder.timeline()}
 
 
 def _phase_records(app: App, size: int, timed: list[dict[str, dict[str, Any]]], timing, policy: TimingPolicy,

@@ -27,14 +27,20 @@ def builtin_apps() -> list[Path]:
     return sorted(p for p in (kernels_dir() / "apps").glob("*.py") if not p.name.startswith("_"))
 
 
+def builtin_extra_apps() -> list[Path]:
+    """Builtin apps kept out of the validation suite: those that split their work over several devices
+    (``kernels/multidevice/``, for ``simulate`` and sub-devices)."""
+    return sorted(p for p in (kernels_dir() / "multidevice").glob("*.py") if not p.name.startswith("_"))
+
+
 def resolve(target: str) -> Path:
     """A spec (.toml) or app (.py) path; a bare name or ``kernels/NAME.toml`` also finds the builtin one."""
     path = Path(target)
     if path.is_file():
         return path
     stem = path.stem
-    for candidate in builtin_specs() + builtin_apps() + builtin_extras():
+    for candidate in builtin_specs() + builtin_apps() + builtin_extras() + builtin_extra_apps():
         if candidate.stem == stem and (path.suffix in ("", candidate.suffix)):
             return candidate
-    names = ", ".join(p.stem for p in builtin_specs() + builtin_apps() + builtin_extras())
+    names = ", ".join(p.stem for p in builtin_specs() + builtin_apps() + builtin_extras() + builtin_extra_apps())
     raise UserError(f"no spec or app {target!r}: not a file, nor a builtin (builtins: {names})")

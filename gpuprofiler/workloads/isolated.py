@@ -97,13 +97,14 @@ class DeviceWorker:
                 check: bool = True, on_record: Callable[[dict], None] | None = None,
                 overrides: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None,
                 interleave: bool = True, derive: Deriver | None = None,
-                on_size: Callable[[int, list[dict]], None] | None = None) -> list[dict]:
+                on_size: Callable[[int, list[dict]], None] | None = None,
+                on_timeline: Callable[[int, dict], None] | None = None) -> list[dict]:
         """``measure_spec`` / ``measure_app`` in the worker, the launches' buffers checked here first (with
         ``derive`` where given); each record reaches ``on_record`` (and each size's ``on_size``) here, in this
         process, as soon as the worker has built it."""
         sizes = [int(s) for s in sizes]
         if isinstance(item, App):
-            request = {"kind": "app", "path": str(item.path), "name": item.name}
+            request = {"kind": "app", "path": str(item.path), "name": item.name, "timeline": on_timeline is not None}
         else:
             check_sizes(item, sizes, overrides, derive)
             request = {"kind": "spec", "spec": item, "name": item.name, "overrides": overrides}
@@ -128,6 +129,9 @@ class DeviceWorker:
                     by_size.setdefault(int(rec["size"]), []).append(rec)
                     if on_record:
                         on_record(rec)
+                elif kind == "timeline":
+                    if on_timeline:
+                        on_timeline(int(body[0]), body[1])
                 elif kind == "size":
                     if on_size:
                         on_size(int(body[0]), by_size.get(int(body[0]), []))
@@ -228,7 +232,8 @@ def measure(backend: Any, item: KernelSpec | App, sizes: Iterable[int], policy: 
             check: bool = True, on_record: Callable[[dict], None] | None = None,
             overrides: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None,
             interleave: bool = True, derive: Deriver | None = None,
-            on_size: Callable[[int, list[dict]], None] | None = None, isolate: bool | None = None) -> list[dict]:
+            on_size: Callable[[int, list[dict]], None] | None = None, isolate: bool | None = None,
+            on_timeline: Callable[[int, dict], None] | None = None) -> list[dict]:
     """Measure a spec or an app on ``backend``'s device: in its worker (:class:`DeviceWorker`) unless isolation is
     off (``isolate=False``, or ``GPUPROFILER_ISOLATION=off`` where ``isolate`` is None), then in this process on
     ``backend`` itself. Either way the launches' buffers are checked first and records arrive as they finish."""
@@ -236,9 +241,10 @@ def measure(backend: Any, item: KernelSpec | App, sizes: Iterable[int], policy: 
         isolate = enabled()
     if isolate:
         return worker(backend.info.id).measure(item, sizes, policy, check, on_record, overrides, progress,
-                                               interleave, derive, on_size)
+                                               interleave, derive, on_size, on_timeline)
     if isinstance(item, App):
-        return measure_app(backend, item, sizes, policy, check, on_record, progress, interleave, on_size)
+        return measure_app(backend, item, sizes, policy, check, on_record, progress, interleave, on_size,
+                           on_timeline=on_timeline)
     return measure_spec(backend, item, sizes, policy, check, on_record, overrides, progress, interleave, derive,
                         on_size=on_size)
 
@@ -305,8 +311,12 @@ def _run(conn, backend, request: dict) -> None:
 
     if request["kind"] == "app":
         app = load_app(Path(request["path"]))
+        def line(size: int, data: dict) -> None:
+            conn.send(("timeline", int(size), data))
+
         measure_app(backend, app, request["sizes"], request["policy"], request["check"], record, say,
-                    request["interleave"], on_size=size_done, on_stage=stage)
+                    request["interleave"], on_size=size_done, on_stage=stage,
+                    on_timeline=line if request.get("timeline") else None)
     else:
         measure_spec(backend, request["spec"], request["sizes"], request["policy"], request["check"], record,
                      request["overrides"], say, request["interleave"], check_bounds=False, on_size=size_done,

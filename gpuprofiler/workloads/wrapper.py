@@ -5,7 +5,12 @@ the :class:`RunContext` it is given (``ctx.compile``, ``ctx.to_device``,
 ``ctx.launch``, ``ctx.from_device``), so each operation's device event is kept.
 Code that calls pyopencl/pycuda directly (``ctx.native``) hands its events to
 ``ctx.record(name, event)``. ``with ctx.region("solve"):`` names a phase that
-spans several kernels, like an NVTX range.
+spans several kernels, like an NVTX range. ``ctx.devices`` lists one context per device the program may use (the
+sub-devices of a split device; just ``[ctx]`` otherwise).
+
+Each operation also keeps what a timeline and a task graph need: the device it ran on, the buffers it read and
+wrote (a kernel's buffer arguments count as both), whether the host waited for it, and the host's clock when the
+call began and returned beside the device's start and end.
 """
 
 from __future__ import annotations
@@ -43,6 +48,22 @@ class Operation:
     global_size: tuple[int, ...] = ()
     local_size: tuple[int, ...] | None = None
     nbytes: int = 0
+    device: int = 0  # index into the run's devices
+    reads: tuple[int, ...] = ()  # buffer numbers (first use order within the run)
+    writes: tuple[int, ...] = ()
+    blocking: bool = False  # the host waited for it to finish
+    host_ns: tuple[int, int] = (0, 0)  # perf_counter_ns when the call began and returned
+
+    def timeline(self, index: int) -> dict[str, Any]:
+        """This operation as a timeline row (plain data; the device's clock, valid after the queue is finished)."""
+        span = self.event.span_ns()
+        return {"index": index, "name": self.name, "phase": self.phase, "kind": self.kind, "device": self.device,
+                "reads": list(self.reads), "writes": list(self.writes), "blocking": self.blocking,
+                "bytes": int(self.nbytes), "global_size": list(self.global_size),
+                "local_size": None if self.local_size is None else list(self.local_size),
+                "host_call_ns": self.host_ns[0], "host_return_ns": self.host_ns[1],
+                "device_start_ns": None if span is None else span[0],
+                "device_end_ns": None if span is None else span[1], "seconds": self.event.seconds()}
 
 
 @dataclass
@@ -51,10 +72,26 @@ class Recorder:
 
     operations: list[Operation] = field(default_factory=list)
     regions: list[str] = field(default_factory=list)
+    buffers: "weakref.WeakKeyDictionary[Buffer, int]" = field(default_factory=weakref.WeakKeyDictionary)
+    numbered: int = 0
+    detail: bool = True  # buffers and host clocks kept (off only to measure what keeping them costs)
 
     def add(self, name: str, kind: str, event: Event, **extra) -> None:
         phase = self.regions[-1] if self.regions else name
         self.operations.append(Operation(name, phase, kind, event, **extra))
+
+    def number(self, buffer: Buffer) -> int:
+        """The buffer's number in this run (numbered as first used; a freed buffer's number is not reused)."""
+        try:
+            return self.buffers[buffer]
+        except KeyError:
+            n = self.buffers[buffer] = self.numbered
+            self.numbered += 1
+            return n
+
+    def timeline(self) -> list[dict[str, Any]]:
+        """Every operation as a timeline row, in the order the program issued them."""
+        return [op.timeline(i) for i, op in enumerate(self.operations)]
 
     def phase_times(self) -> dict[str, dict[str, Any]]:
         """Per phase: calls, total device seconds, kind, and its work: bytes copied for copies, work-items
@@ -81,11 +118,22 @@ class RunContext:
     """What a wrapped program sees: the device, with every operation recorded."""
 
     def __init__(self, backend: Backend, recorder: Recorder | None = None, base_dir: Path | None = None,
-                 poison: bool = False):
+                 poison: bool = False, peers: Sequence[Backend] | None = None):
         self.backend = backend
         self.poison = poison  # checked run: fresh buffers start as NaN / max int, so unwritten output shows
         self.recorder = recorder if recorder is not None else Recorder()
         self.base_dir = base_dir or Path.cwd()
+        self.device_index = 0
+        self._devices = [self]
+        for k, other in enumerate(list(peers or [])[1:], start=1):
+            ctx = RunContext(other, self.recorder, self.base_dir, poison)
+            ctx.device_index, ctx._devices = k, self._devices
+            self._devices.append(ctx)
+
+    @property
+    def devices(self) -> list["RunContext"]:
+        """One context per device the program may use, this one first (a program splits its work over them)."""
+        return self._devices
 
     @property
     def kind(self) -> str:
@@ -106,8 +154,15 @@ class RunContext:
         return self.backend.compile(source, kernel_name, defines)
 
     def to_device(self, array: np.ndarray, buffer: Buffer | None = None) -> Buffer:
+        if not self.recorder.detail:
+            buf, event = self.backend.to_device(np.ascontiguousarray(array), buffer)
+            self.recorder.add(HTOD, "copy", event, nbytes=int(array.nbytes))
+            return buf
+        t0 = time.perf_counter_ns()
         buf, event = self.backend.to_device(np.ascontiguousarray(array), buffer)
-        self.recorder.add(HTOD, "copy", event, nbytes=int(array.nbytes))
+        t1 = time.perf_counter_ns()
+        self.recorder.add(HTOD, "copy", event, nbytes=int(array.nbytes), device=self.device_index,
+                          writes=(self.recorder.number(buf),), blocking=True, host_ns=(t0, t1))
         return buf
 
     def empty(self, shape, dtype) -> Buffer:
@@ -118,20 +173,37 @@ class RunContext:
         return buf
 
     def from_device(self, buffer: Buffer, out: np.ndarray) -> np.ndarray:
+        if not self.recorder.detail:
+            self.recorder.add(DTOH, "copy", self.backend.from_device(buffer, out), nbytes=int(out.nbytes))
+            return out
+        t0 = time.perf_counter_ns()
         event = self.backend.from_device(buffer, out)
-        self.recorder.add(DTOH, "copy", event, nbytes=int(out.nbytes))
+        t1 = time.perf_counter_ns()
+        self.recorder.add(DTOH, "copy", event, nbytes=int(out.nbytes), device=self.device_index,
+                          reads=(self.recorder.number(buffer),), blocking=True, host_ns=(t0, t1))
         return out
 
     def launch(self, kernel: Kernel, global_size: Sequence[int], local_size: Sequence[int] | None,
                *args: Any) -> Event:
+        if not self.recorder.detail:
+            event = self.backend.launch(kernel, global_size, local_size, args)
+            self.recorder.add(kernel.name, "kernel", event, global_size=tuple(global_size),
+                              local_size=None if local_size is None else tuple(local_size))
+            return event
+        t0 = time.perf_counter_ns()
         event = self.backend.launch(kernel, global_size, local_size, args)
+        t1 = time.perf_counter_ns()
+        buffers = [a for a in args if isinstance(a, Buffer)]
+        used = tuple(map(self.recorder.number, buffers))
         self.recorder.add(kernel.name, "kernel", event, global_size=tuple(global_size),
-                          local_size=None if local_size is None else tuple(local_size))
+                          local_size=None if local_size is None else tuple(local_size), device=self.device_index,
+                          reads=used, writes=used, host_ns=(t0, t1), nbytes=sum([b.nbytes for b in buffers]))
         return event
 
     def record(self, name: str, event: Event, kind: str = "kernel") -> None:
-        """Add an operation the program enqueued itself (wrap a pyopencl event with CLEvent)."""
-        self.recorder.add(name, kind, event)
+        """Add an operation the program enqueued itself (wrap a pyopencl event with CLEvent): no buffers known."""
+        t = time.perf_counter_ns()
+        self.recorder.add(name, kind, event, device=self.device_index, host_ns=(t, t))
 
     @contextlib.contextmanager
     def region(self, name: str) -> Iterator[None]:
@@ -143,7 +215,8 @@ class RunContext:
             self.recorder.regions.pop()
 
     def finish(self) -> None:
-        self.backend.finish()
+        for ctx in self._devices:
+            ctx.backend.finish()
 
 
 _OVERHEAD: "weakref.WeakKeyDictionary[Backend, dict[str, float]]" = weakref.WeakKeyDictionary()

@@ -91,3 +91,21 @@ def test_backend_gives_one_hook_and_plain_launches_queue_no_hold(cuda_module):
     (args, kwargs), = kernel.function.calls
     assert args == (np.int32(3),) and kwargs == {"block": (256, 1, 1), "grid": (4, 1, 1)}
     assert first._kernel is None  # the launch itself queued no hold kernel
+
+
+class FakeEvent:
+    """A CUDA event recorded at ``at_ms`` on the device's clock (time_since gives milliseconds, as pycuda's)."""
+
+    def __init__(self, at_ms):
+        self.at_ms = at_ms
+
+    def time_since(self, other):
+        return self.at_ms - other.at_ms
+
+
+def test_cuda_event_spans_count_from_the_backends_origin(cuda_module):
+    origin = FakeEvent(100.0)
+    event = cuda_module.CUDAEvent(FakeEvent(102.5), FakeEvent(103.0), origin)
+    assert event.seconds() == pytest.approx(0.5e-3)
+    assert event.span_ns() == (2_500_000, 3_000_000)
+    assert cuda_module.CUDAEvent(FakeEvent(1.0), FakeEvent(2.0)).span_ns() is None
