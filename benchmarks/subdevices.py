@@ -2,7 +2,9 @@
 on the whole device, in alternating rounds; each round, the simulator predicts the two-sub-device and whole-device
 runs from the one-sub-device measurement (its recorded graph, its per-phase costs) and the profile's device
 (compute units), and is compared with that round's measurements; then once more with every round pooled (the
-one-sub-device phase costs' medians over the rounds) against each configuration's median over the rounds.
+one-sub-device phase costs' medians over the rounds) against each configuration's median over the rounds. Every
+figure is the modelling figure (the 10th percentile of the runs): each phase's per call, the runs' host time, and
+the recorded run nearest it.
 
     python benchmarks/subdevices.py [APP] [--size N] [--rounds R] [--budget S] [--profile P] [-o DIR]
 
@@ -65,23 +67,23 @@ def main() -> int:
                                                 on_timeline=lambda s, t, lines=lines: lines.setdefault(s, t))
             got[dev] = (recs, lines[args.size])
         recs, tl = got[one]
-        per_call = {r["phase"]: r["median_s"] / max(1, r["calls"]) for r in recs}
+        per_call = {r["phase"]: r["model_s"] / max(1, r["calls"]) for r in recs}
         alg = from_timeline(tl, per_call)
         sub_cus = tl["devices"][0]["compute_units"]
         whole_cus = units or tl["devices"][0]["extra"]["sub_device"]["parent_compute_units"]
         sims = {one: simulate(alg, machine(1, sub_cus)), two: simulate(alg, machine(2, sub_cus)),
                 whole: simulate(alg, machine(1, whole_cus))}
         for dev, (r, t) in got.items():
-            measured = r[0]["run_host_median_s"]
+            measured = r[0]["run_host_model_s"]
             rows.append({"round": k, "configuration": dev, "devices": len(t["devices"]),
                          "compute_units": sum(d["compute_units"] for d in t["devices"]),
                          "measured_ms": measured * 1e3, "simulated_ms": sims[dev].makespan_s * 1e3,
                          "error": sims[dev].makespan_s / measured - 1,
-                         "device_busy_ms": sum(x["median_s"] for x in r) * 1e3})
+                         "device_busy_ms": sum(x["model_s"] for x in r) * 1e3})
             print(f"round {k}: {dev:<16} measured {measured * 1e3:8.2f} ms  simulated "
                   f"{sims[dev].makespan_s * 1e3:8.2f} ms  error {rows[-1]['error']:+.1%}", flush=True)
         last = {"got": got, "sims": sims}
-        pooled.append((per_call, tl, {dev: r[0]["run_host_median_s"] for dev, (r, _) in got.items()}))
+        pooled.append((per_call, tl, {dev: r[0]["run_host_model_s"] for dev, (r, _) in got.items()}))
     args.output.mkdir(parents=True, exist_ok=True)
     with open(args.output / "table.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))

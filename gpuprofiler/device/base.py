@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import itertools
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
@@ -63,10 +64,19 @@ class Kernel(abc.ABC):
     name: str
 
 
+_SERIALS = itertools.count()
+
+
 class Buffer(abc.ABC):
     """Device memory holding ``nbytes``."""
 
     nbytes: int
+    serial: int  # a number no other buffer of this process has had: what a recorded run names its buffers by
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Buffer":
+        obj = super().__new__(cls)
+        obj.serial = next(_SERIALS)
+        return obj
 
 
 class LaunchHook:

@@ -90,8 +90,9 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
 
     With ``interleave`` the sizes run in rounds, one run of each size per round (each run allocates and frees
     its own buffers), so that a shared device's changing load falls on every size alike; the budget is the
-    policy's per size. The app may use every device of ``backend.peers``; ``on_timeline(size, timeline)`` gets the
-    timed run of median length at each size, operation by operation (:func:`timeline`)."""
+    policy's per size. The app may use every device of ``backend.peers``; ``on_timeline(size, timeline)`` gets, at
+    each size, the timed run whose host time is nearest the runs' modelling figure (their 10th percentile),
+    operation by operation (:func:`timeline`)."""
     policy = policy or TimingPolicy()
     overhead = launch_overhead(backend)
     sizes = [int(s) for s in sizes]
@@ -130,8 +131,8 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
         for size, timing in zip(group, timings):
             if on_timeline:
                 timed = lines[size][len(timing.warmup_s):]
-                order = np.argsort([t1 - t0 for _, (t0, t1) in timed])
-                recorder, span = timed[int(order[(len(order) - 1) // 2])]
+                lengths = np.array([t1 - t0 for _, (t0, t1) in timed], float)
+                recorder, span = timed[int(np.argmin(np.abs(lengths - model_value(lengths))))]
                 on_timeline(size, timeline(app, size, backend, recorder, span))
             mine = _phase_records(app, size, runs[size][len(timing.warmup_s):], timing, policy, overhead,
                                   checked[size], [s for s in group if s != size])
@@ -173,7 +174,8 @@ def _phase_records(app: App, size: int, timed: list[dict[str, dict[str, Any]]], 
                           work=works.pop() if len(works) == 1 else None, work_unit=info["work_unit"],
                           share=float(np.median(np.array(per_run) / totals)),
                           run_median_s=float(np.median(totals)), run_model_s=model_value(totals),
-                          run_host_median_s=timing.host.median, stop_reason=timing.stop_reason,
+                          run_host_median_s=timing.host.median, run_host_model_s=timing.host.model,
+                          stop_reason=timing.stop_reason,
                           interleaved_with=interleaved_with,
                           wrapper_overhead_per_launch_s=overhead["overhead_per_launch_s"], checked=checked))
     return out

@@ -37,7 +37,7 @@ DTOH = "memcpy DtoH"
 WORK_UNITS = {"copy": "bytes", "kernel": "work-items"}
 
 
-@dataclass
+@dataclass(slots=True)
 class Operation:
     """One recorded device operation."""
 
@@ -49,7 +49,7 @@ class Operation:
     local_size: tuple[int, ...] | None = None
     nbytes: int = 0
     device: int = 0  # index into the run's devices
-    reads: tuple[int, ...] = ()  # buffer numbers (first use order within the run)
+    reads: tuple[int, ...] = ()  # buffers' serials (numbered 0, 1, ... in first use order by the timeline)
     writes: tuple[int, ...] = ()
     blocking: bool = False  # the host waited for it to finish
     host_ns: tuple[int, int] = (0, 0)  # perf_counter_ns when the call began and returned
@@ -72,26 +72,21 @@ class Recorder:
 
     operations: list[Operation] = field(default_factory=list)
     regions: list[str] = field(default_factory=list)
-    buffers: "weakref.WeakKeyDictionary[Buffer, int]" = field(default_factory=weakref.WeakKeyDictionary)
-    numbered: int = 0
     detail: bool = True  # buffers and host clocks kept (off only to measure what keeping them costs)
 
     def add(self, name: str, kind: str, event: Event, **extra) -> None:
         phase = self.regions[-1] if self.regions else name
         self.operations.append(Operation(name, phase, kind, event, **extra))
 
-    def number(self, buffer: Buffer) -> int:
-        """The buffer's number in this run (numbered as first used; a freed buffer's number is not reused)."""
-        try:
-            return self.buffers[buffer]
-        except KeyError:
-            n = self.buffers[buffer] = self.numbered
-            self.numbered += 1
-            return n
-
     def timeline(self) -> list[dict[str, Any]]:
-        """Every operation as a timeline row, in the order the program issued them."""
-        return [op.timeline(i) for i, op in enumerate(self.operations)]
+        """Every operation as a timeline row, in the order the program issued them, its buffers numbered 0, 1, ...
+        as the run first used them."""
+        rows = [op.timeline(i) for i, op in enumerate(self.operations)]
+        number: dict[int, int] = {}
+        for row in rows:
+            for key in ("reads", "writes"):
+                row[key] = [number.setdefault(b, len(number)) for b in row[key]]
+        return rows
 
     def phase_times(self) -> dict[str, dict[str, Any]]:
         """Per phase: calls, total device seconds, kind, and its work: bytes copied for copies, work-items
@@ -112,6 +107,18 @@ class Recorder:
             else:
                 p["work"] += int(work)
         return phases
+
+
+_BUFFER_TYPES: dict[type, bool] = {}
+
+
+def _is_buffer(arg: Any) -> bool:
+    """isinstance(arg, Buffer), answered once per type (an ABC's isinstance is slow for a launch's every argument)."""
+    kind = type(arg)
+    known = _BUFFER_TYPES.get(kind)
+    if known is None:
+        known = _BUFFER_TYPES[kind] = isinstance(arg, Buffer)
+    return known
 
 
 class RunContext:
@@ -162,7 +169,7 @@ class RunContext:
         buf, event = self.backend.to_device(np.ascontiguousarray(array), buffer)
         t1 = time.perf_counter_ns()
         self.recorder.add(HTOD, "copy", event, nbytes=int(array.nbytes), device=self.device_index,
-                          writes=(self.recorder.number(buf),), blocking=True, host_ns=(t0, t1))
+                          writes=(buf.serial,), blocking=True, host_ns=(t0, t1))
         return buf
 
     def empty(self, shape, dtype) -> Buffer:
@@ -180,7 +187,7 @@ class RunContext:
         event = self.backend.from_device(buffer, out)
         t1 = time.perf_counter_ns()
         self.recorder.add(DTOH, "copy", event, nbytes=int(out.nbytes), device=self.device_index,
-                          reads=(self.recorder.number(buffer),), blocking=True, host_ns=(t0, t1))
+                          reads=(buffer.serial,), blocking=True, host_ns=(t0, t1))
         return out
 
     def launch(self, kernel: Kernel, global_size: Sequence[int], local_size: Sequence[int] | None,
@@ -193,11 +200,16 @@ class RunContext:
         t0 = time.perf_counter_ns()
         event = self.backend.launch(kernel, global_size, local_size, args)
         t1 = time.perf_counter_ns()
-        buffers = [a for a in args if isinstance(a, Buffer)]
-        used = tuple(map(self.recorder.number, buffers))
-        self.recorder.add(kernel.name, "kernel", event, global_size=tuple(global_size),
-                          local_size=None if local_size is None else tuple(local_size), device=self.device_index,
-                          reads=used, writes=used, host_ns=(t0, t1), nbytes=sum([b.nbytes for b in buffers]))
+        serials, nbytes = [], 0
+        for a in args:
+            if _is_buffer(a):
+                serials.append(a.serial)
+                nbytes += a.nbytes
+        used = tuple(serials)
+        rec = self.recorder  # the fields in order, no keywords: this runs for every launch of a measured program
+        rec.operations.append(Operation(kernel.name, rec.regions[-1] if rec.regions else kernel.name, "kernel", event,
+                                        tuple(global_size), None if local_size is None else tuple(local_size),
+                                        nbytes, self.device_index, used, used, False, (t0, t1)))
         return event
 
     def record(self, name: str, event: Event, kind: str = "kernel") -> None:
