@@ -1,15 +1,17 @@
-"""Device scaling by simulation against measurement (not a test): an app measured on one sub-device, on two, and
-on the whole device, in alternating rounds; each round, the simulator predicts the two-sub-device and whole-device
-runs from the one-sub-device measurement (its recorded graph, its per-phase costs) and the profile's device
-(compute units), and is compared with that round's measurements; then once more with every round pooled (the
-one-sub-device phase costs' medians over the rounds) against each configuration's median over the rounds. Every
-figure is the modelling figure (the 10th percentile of the runs): each phase's per call, the runs' host time, and
-the recorded run nearest it.
+"""Device scaling by simulation against measurement (not a test): an app run on one sub-device, on two, and on the
+whole device in alternation, one run of each per round, so that the shared machine's changing state falls on all
+three alike; the simulator predicts the two-sub-device and whole-device runs from the one-sub-device runs only (the
+recorded graph of its run nearest the median, its phases' medians per call) and the device's compute units (from
+the profile where given), and is compared with each configuration's measured median host time per run (medians,
+because a program's time is a sum of its parts and medians add; a low quantile of a sum lies above the sum of the
+parts' ones).
 
-    python benchmarks/subdevices.py [APP] [--size N] [--rounds R] [--budget S] [--profile P] [-o DIR]
+    python benchmarks/subdevices.py [APP] [--size N] [--seconds S] [--blocks B] [--profile P] [-o DIR]
 
-Writes DIR/table.csv (one row per round and configuration), DIR/gantt.png and DIR/trace.json (the last round's
-measured and simulated timelines) and prints the table with the median error per configuration.
+The rounds are cut into ``--blocks`` blocks, each compared on its own (the spread between blocks is the
+measurement's own), and all pooled. Writes DIR/table.csv (one row per block and configuration), DIR/summary.json,
+DIR/gantt.png and DIR/trace.json (the pooled comparison: each configuration's measured run nearest its median
+above its simulation).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import datetime
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from gpuprofiler import __version__  # noqa: E402
+from gpuprofiler.device import open_backend  # noqa: E402
+from gpuprofiler.measure.engine import Engine  # noqa: E402
 from gpuprofiler.measure.policy import TimingPolicy  # noqa: E402
+from gpuprofiler.measure.stats import model_value  # noqa: E402
 from gpuprofiler.profile.file import load_profile  # noqa: E402
 from gpuprofiler.profile.hardware import view  # noqa: E402
 from gpuprofiler.report.gantt import gantt  # noqa: E402
@@ -36,96 +42,126 @@ from gpuprofiler.simulate import chrome  # noqa: E402
 from gpuprofiler.simulate.algorithm import from_timeline  # noqa: E402
 from gpuprofiler.simulate.architecture import machine  # noqa: E402
 from gpuprofiler.simulate.schedule import simulate  # noqa: E402
-from gpuprofiler.workloads import isolated  # noqa: E402
-from gpuprofiler.workloads.apps import load_app  # noqa: E402
+from gpuprofiler.workloads.apps import load_app, timeline  # noqa: E402
 from gpuprofiler.workloads.builtin import resolve  # noqa: E402
+from gpuprofiler.workloads.wrapper import Recorder, RunContext  # noqa: E402
+
+
+def nearest_median(runs: list) -> int:
+    """The index of the run whose host time is nearest the runs' median."""
+    lengths = np.array([(t1 - t0) * 1e-9 for _, (t0, t1) in runs])
+    return int(np.argmin(np.abs(lengths - np.median(lengths))))
+
+
+def compare(app, size: int, runs: dict, backends: dict, names: tuple, whole_cus: int) -> tuple[dict, dict]:
+    """Simulate the two-sub-device and whole-device runs from the one-sub-device runs; each against its measured
+    median."""
+    one, two, whole = names
+    mine = runs[one]
+    per_run = [rec.phase_times() for rec, _ in mine]
+    phases = set.intersection(*(set(p) for p in per_run))
+    per_call = {ph: float(np.median([p[ph]["total_s"] for p in per_run])) / per_run[0][ph]["calls"] for ph in phases}
+    k = nearest_median(mine)
+    recorded = timeline(app, size, backends[one], mine[k][0], mine[k][1])
+    alg = from_timeline(recorded, per_call)
+    sub_cus = recorded["devices"][0]["compute_units"]
+    machines = {one: machine(1, sub_cus), two: machine(2, sub_cus), whole: machine(1, whole_cus)}
+    out, extra = {}, {}
+    for name in names:
+        lengths = np.array([(t1 - t0) * 1e-9 for _, (t0, t1) in runs[name]])
+        sched = simulate(alg, machines[name])
+        measured = float(np.median(lengths))
+        out[name] = {"runs": len(lengths), "measured_ms": measured * 1e3, "p10_ms": model_value(lengths) * 1e3,
+                     "simulated_ms": sched.makespan_s * 1e3, "error": sched.makespan_s / measured - 1,
+                     "machine": machines[name].name}
+        j = nearest_median(runs[name])
+        extra[name] = (timeline(app, size, backends[name], runs[name][j][0], runs[name][j][1]), sched)
+    return out, extra
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("app", nargs="?", default="batch")
     ap.add_argument("--size", type=int, default=1048576)
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--budget", type=float, default=1.5, help="seconds of runs per configuration per round")
+    ap.add_argument("--seconds", type=float, default=60.0, help="seconds of alternating rounds")
+    ap.add_argument("--blocks", type=int, default=4)
     ap.add_argument("--device", default="opencl:0:0", help="the whole device (opencl:P:D)")
     ap.add_argument("--profile", help="the device's hardware profile (its compute units make the whole device)")
     ap.add_argument("-o", "--output", type=Path, default=Path("/tmp/subdevices"))
     args = ap.parse_args()
     app = load_app(resolve(args.app))
-    one, two, whole = f"{args.device}/2/1", f"{args.device}/2", args.device
-    policy = TimingPolicy(warmup=1, min_samples=5, budget_s=args.budget)
-    rows, last, pooled = [], {}, []
-    units = None
+    names = (f"{args.device}/2/1", f"{args.device}/2", args.device)
+    backends = {name: open_backend(name) for name in names}
+    whole_cus = backends[args.device].info.compute_units
     if args.profile:
         cu = view(load_profile(args.profile)).compute_units
-        units = int(cu.value) if cu.ok else None
-    for k in range(args.rounds):
-        got = {}
-        for dev in (one, two, whole):
-            lines: dict[int, dict] = {}
-            recs = isolated.worker(dev).measure(app, [args.size], policy,
-                                                on_timeline=lambda s, t, lines=lines: lines.setdefault(s, t))
-            got[dev] = (recs, lines[args.size])
-        recs, tl = got[one]
-        per_call = {r["phase"]: r["model_s"] / max(1, r["calls"]) for r in recs}
-        alg = from_timeline(tl, per_call)
-        sub_cus = tl["devices"][0]["compute_units"]
-        whole_cus = units or tl["devices"][0]["extra"]["sub_device"]["parent_compute_units"]
-        sims = {one: simulate(alg, machine(1, sub_cus)), two: simulate(alg, machine(2, sub_cus)),
-                whole: simulate(alg, machine(1, whole_cus))}
-        for dev, (r, t) in got.items():
-            measured = r[0]["run_host_model_s"]
-            rows.append({"round": k, "configuration": dev, "devices": len(t["devices"]),
-                         "compute_units": sum(d["compute_units"] for d in t["devices"]),
-                         "measured_ms": measured * 1e3, "simulated_ms": sims[dev].makespan_s * 1e3,
-                         "error": sims[dev].makespan_s / measured - 1,
-                         "device_busy_ms": sum(x["model_s"] for x in r) * 1e3})
-            print(f"round {k}: {dev:<16} measured {measured * 1e3:8.2f} ms  simulated "
-                  f"{sims[dev].makespan_s * 1e3:8.2f} ms  error {rows[-1]['error']:+.1%}", flush=True)
-        last = {"got": got, "sims": sims}
-        pooled.append((per_call, tl, {dev: r[0]["run_host_model_s"] for dev, (r, _) in got.items()}))
+        whole_cus = int(cu.value) if cu.ok else whole_cus
+    for name, b in backends.items():  # each configuration checked once before anything is timed
+        ctx = RunContext(b, Recorder(), app.path.parent, poison=True, peers=b.peers)
+        result = app.call("run", app.run_fn, ctx, args.size)
+        ctx.finish()
+        if app.check_fn is not None:
+            app.call("check", app.check_fn, args.size, result)
+    runs: dict[str, list] = {name: [] for name in names}
+
+    def runner(name: str):
+        b = backends[name]
+
+        def go() -> float:
+            rec = Recorder()
+            ctx = RunContext(b, rec, app.path.parent, peers=b.peers)
+            t0 = time.perf_counter_ns()
+            app.run_fn(ctx, args.size)
+            ctx.finish()
+            t1 = time.perf_counter_ns()
+            runs[name].append((rec, (t0, t1)))
+            return (t1 - t0) * 1e-9
+        return go
+
+    engine = Engine(TimingPolicy(warmup=2, min_samples=5, budget_s=args.seconds, rel_ci=0.0, max_samples=100000))
+    timings = engine.interleave([runner(n) for n in names], budget_s=args.seconds)
+    warm = len(timings[0].warmup_s)
+    for name in names:
+        del runs[name][:warm]
+    rounds = len(runs[names[0]])
+    rows = []
+    edges = np.linspace(0, rounds, args.blocks + 1).astype(int)
+    for k in range(args.blocks):
+        block = {n: runs[n][edges[k]:edges[k + 1]] for n in names}
+        res, _ = compare(app, args.size, block, backends, names, whole_cus)
+        for name in names:
+            rows.append({"block": k, "configuration": name, **res[name]})
+            print(f"block {k}: {name:<16} {res[name]['runs']:3d} runs  measured {res[name]['measured_ms']:8.2f} ms  "
+                  f"simulated {res[name]['simulated_ms']:8.2f} ms  error {res[name]['error']:+.1%}", flush=True)
+    pooled, extra = compare(app, args.size, runs, backends, names, whole_cus)
+    print(f"\nall {rounds} rounds pooled (medians of the runs' host time)")
+    print(f"{'configuration':<16} {'machine simulated':<46} {'measured':>10} {'p10':>10} {'simulated':>10} "
+          f"{'error':>7} {'blocks |error| max':>19}")
+    for name in names:
+        p = pooled[name]
+        worst = max(abs(r["error"]) for r in rows if r["configuration"] == name)
+        print(f"{name:<16} {p['machine']:<46} {p['measured_ms']:7.2f} ms {p['p10_ms']:7.2f} ms "
+              f"{p['simulated_ms']:7.2f} ms {p['error']:+7.1%} {worst:>19.1%}")
     args.output.mkdir(parents=True, exist_ok=True)
     with open(args.output / "table.csv", "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    timelines = []
-    for dev in (one, two, whole):
-        timelines.append((f"measured on {dev}", chrome.measured_rows(last["got"][dev][1])))
-        timelines.append((f"simulated from {one}: {last['sims'][dev].machine}", chrome.simulated_rows(last["sims"][dev])))
-    gantt(timelines, args.output / "gantt.png", f"{app.name}, size {args.size}: measured and simulated")
-    chrome.write(args.output / "trace.json", chrome.trace(timelines, recorded=last["got"][one][1]))
-    # all rounds pooled: the one-sub-device phase costs' medians over the rounds, the graph of the round whose
-    # one-sub-device run was the median one, against each configuration's median over the rounds
-    phases = set.intersection(*(set(p) for p, _, _ in pooled))
-    cost = {ph: float(np.median([p[ph] for p, _, _ in pooled])) for ph in phases}
-    order = np.argsort([m[one] for _, _, m in pooled])
-    tl = pooled[int(order[(len(order) - 1) // 2])][1]
-    alg = from_timeline(tl, cost)
-    sub_cus = tl["devices"][0]["compute_units"]
-    whole_cus = units or tl["devices"][0]["extra"]["sub_device"]["parent_compute_units"]
-    machines = {one: machine(1, sub_cus), two: machine(2, sub_cus), whole: machine(1, whole_cus)}
-    print(f"\n{'configuration':<16} {'measured (median of rounds)':>28} {'simulated (pooled)':>19} {'error':>8} "
-          f"{'per-round median |error|':>25}")
-    summary = {}
-    for dev in (one, two, whole):
-        mine = [r for r in rows if r["configuration"] == dev]
-        measured = float(np.median([m[dev] for _, _, m in pooled]))
-        sim = simulate(alg, machines[dev]).makespan_s
-        summary[dev] = {"measured_ms": measured * 1e3, "simulated_ms": sim * 1e3, "error": sim / measured - 1,
-                        "machine": machines[dev].name,
-                        "per_round_median_abs_error": float(np.median(np.abs([r["error"] for r in mine]))),
-                        "per_round_max_abs_error": float(np.max(np.abs([r["error"] for r in mine])))}
-        s = summary[dev]
-        print(f"{dev:<16} {s['measured_ms']:>25.2f} ms {s['simulated_ms']:>16.2f} ms {s['error']:>+8.1%} "
-              f"{s['per_round_median_abs_error']:>25.1%}")
+    lines = []
+    for name in names:
+        recorded, sched = extra[name]
+        lines.append((f"measured on {name}", chrome.measured_rows(recorded)))
+        lines.append((f"simulated from {names[0]}: {sched.machine}", chrome.simulated_rows(sched)))
+    gantt(lines, args.output / "gantt.png", f"{app.name}, size {args.size}: measured and simulated")
+    chrome.write(args.output / "trace.json", chrome.trace(lines, recorded=extra[names[0]][0]))
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     (args.output / "summary.json").write_text(json.dumps({
-        "app": app.name, "size": args.size, "rounds": args.rounds, "summary": summary,
+        "app": app.name, "size": args.size, "rounds": rounds, "pooled": pooled, "device": backends[args.device].info.to_dict(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "gpuprofiler_version": __version__, "commit": commit, "command": " ".join(sys.argv)}, indent=1) + "\n")
-    isolated.close_all()
+    for b in backends.values():
+        b.close()
     return 0
 
 

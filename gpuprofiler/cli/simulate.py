@@ -1,11 +1,11 @@
 """``gpuprofiler simulate``: a whole program scheduled on a machine of 1..k devices (Pomelov's simulation).
 
 The program is a declared graph (TOML), a measured trace (``measure APP --trace F.json``), or an app, measured
-here at ``--sizes`` (the largest is simulated, with each phase's modelling figure per call, against the runs'
-modelling figure). The machine is ``--devices`` like devices of ``--compute-units``
+here at ``--sizes`` (the largest is simulated, with each phase's median per call, against the runs' median). The machine is ``--devices`` like devices of ``--compute-units``
 each (by default those of the recorded device), linked as the ``--profile`` measured. With ``--at M`` an app is
-also predicted at size M: each phase's cost from the fractal per-phase fit of the measured sizes, the host's work
-from a power law of the recorded runs, the program's graph that of the largest size.
+also predicted at size M: each phase's cost from the fractal predictor's per-phase predictions (fitted on the
+measured sizes with the device's profile), the host's work from a power law of the recorded runs, the program's
+graph that of the largest size.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         measured_tl = chrome.load_recorded(target)
         alg = from_timeline(measured_tl)
     else:
-        alg, measured_tl, prediction = _from_app(args, result)
+        alg, measured_tl, prediction = _from_app(args, result, profiles)
     machines = _machines(args, alg, profiles)
     schedules = [simulate(alg, m, args.queue, args.placement) for m in machines]
     result["tasks"] = len(alg.tasks)
@@ -145,13 +145,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _from_app(args, result: dict[str, Any]):
+def _from_app(args, result: dict[str, Any], profiles: list):
     """Measure the app (with its timeline) at ``--sizes``; the largest size's recorded graph with each phase's
     measured cost per call; with ``--at``, the prediction there."""
     from gpuprofiler.cli.common import policy
     from gpuprofiler.device import open_backend
     from gpuprofiler.measure.storage import MeasurementLog, default_path
-    from gpuprofiler.models.fractal.extrapolate import extrapolate
+    from gpuprofiler.models.fractal.predictor import FractalPredictor
+    from gpuprofiler.profile.locate import choose_profile
     from gpuprofiler.simulate.algorithm import from_timeline
     from gpuprofiler.simulate.architecture import machine
     from gpuprofiler.simulate.schedule import simulate
@@ -174,6 +175,7 @@ def _from_app(args, result: dict[str, Any]):
     if args.check and not args.at:
         raise UserError("--check measures the --at size")
     backend = open_backend(args.device)
+    profile = profiles[0] if profiles else choose_profile(None, backend.info).profile
     log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
     timelines: dict[int, dict] = {}
     try:
@@ -187,20 +189,21 @@ def _from_app(args, result: dict[str, Any]):
     finally:
         backend.close()
     top = sizes[-1]
-    # the modelling figure throughout: each phase's per call, the run's host time, and the recorded run nearest it
-    per_call = {r["phase"]: r["model_s"] / max(1, r["calls"]) for r in records if int(r["size"]) == top}
+    # medians throughout (each phase's per call, the runs' host time, the recorded run nearest it): a program's time
+    # is a sum of its parts, and medians add where a low quantile of a sum lies above the sum of the parts' ones
+    per_call = {r["phase"]: r["median_s"] / max(1, r["calls"]) for r in records if int(r["size"]) == top}
     measured_tl = timelines[top]
     alg = from_timeline(measured_tl, per_call)
     mine = [r for r in records if int(r["size"]) == top][0]
     result["size"] = top
-    result["measured_run_model_s"] = mine["run_host_model_s"]
     result["measured_run_median_s"] = mine["run_host_median_s"]
+    result["measured_run_model_s"] = mine["run_host_model_s"]
     prediction = None
     if args.at:
-        ex = extrapolate(from_records(records))
-        pred = ex.predict(args.at)
+        predictor = FractalPredictor().fit(item, profile, from_records(records))
+        pred = predictor.predict([args.at])[0]
         phases = {ph["name"]: ph["predicted_s"] for ph in pred.details["phases"]}
-        here = {r["phase"]: r["model_s"] for r in records if int(r["size"]) == top}
+        here = {r["phase"]: r["median_s"] for r in records if int(r["size"]) == top}
         factors = {p: phases[p] / here[p] for p in phases if here.get(p)}
         minor = [p for p in here if p not in phases]
         if minor and "rest_s" in pred.details:
@@ -213,19 +216,20 @@ def _from_app(args, result: dict[str, Any]):
         devices = measured_tl["devices"]
         sim = simulate(scaled, machine(len(devices), devices[0].get("compute_units") or 1))
         prediction = {"size": args.at, "simulated_s": sim.makespan_s, "fractal_device_s": pred.seconds,
+                      "fractal_model": pred.summary, "warnings": list(pred.details.get("warnings", [])),
                       "phase_factors": factors, "host_exponent": exponent}
         if check_records:
-            measured = check_records[0]["run_host_model_s"]
+            measured = check_records[0]["run_host_median_s"]
             prediction["measured_s"] = measured
             prediction["error"] = sim.makespan_s / measured - 1
     return alg, measured_tl, prediction
 
 
 def _print(result: dict[str, Any]) -> None:
-    if "measured_run_model_s" in result:
-        print(f"measured at size {result['size']}: {result['measured_run_model_s'] * 1e3:.2f} ms per run (the "
-              f"modelling figure, p10 of the timed runs; median {result['measured_run_median_s'] * 1e3:.2f} ms; the "
-              f"recorded run {result['measured_run_s'] * 1e3:.2f} ms)")
+    if "measured_run_median_s" in result:
+        print(f"measured at size {result['size']}: {result['measured_run_median_s'] * 1e3:.2f} ms per run (median of "
+              f"the timed runs; p10 {result['measured_run_model_s'] * 1e3:.2f} ms; the recorded run "
+              f"{result['measured_run_s'] * 1e3:.2f} ms)")
     elif "measured_run_s" in result:
         print(f"recorded run on {result['recorded_on']}: {result['measured_run_s'] * 1e3:.2f} ms")
     print(f"{'machine':<40} {'queue':<13} {'makespan':>12}  utilisation")
@@ -248,5 +252,5 @@ def _print(result: dict[str, Any]) -> None:
         p = result["prediction"]
         line = f"\npredicted at size {p['size']}: {p['simulated_s'] * 1e3:.2f} ms (simulated from per-phase predictions)"
         if "measured_s" in p:
-            line += f"; measured {p['measured_s'] * 1e3:.2f} ms (p10 of the runs), error {p['error']:+.1%}"
+            line += f"; measured {p['measured_s'] * 1e3:.2f} ms (median of the runs), error {p['error']:+.1%}"
         print(line)

@@ -91,8 +91,8 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
     With ``interleave`` the sizes run in rounds, one run of each size per round (each run allocates and frees
     its own buffers), so that a shared device's changing load falls on every size alike; the budget is the
     policy's per size. The app may use every device of ``backend.peers``; ``on_timeline(size, timeline)`` gets, at
-    each size, the timed run whose host time is nearest the runs' modelling figure (their 10th percentile),
-    operation by operation (:func:`timeline`)."""
+    each size, the timed run whose host time is nearest the runs' median, operation by operation
+    (:func:`timeline`)."""
     policy = policy or TimingPolicy()
     overhead = launch_overhead(backend)
     sizes = [int(s) for s in sizes]
@@ -132,7 +132,7 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
             if on_timeline:
                 timed = lines[size][len(timing.warmup_s):]
                 lengths = np.array([t1 - t0 for _, (t0, t1) in timed], float)
-                recorder, span = timed[int(np.argmin(np.abs(lengths - model_value(lengths))))]
+                recorder, span = timed[int(np.argmin(np.abs(lengths - np.median(lengths))))]
                 on_timeline(size, timeline(app, size, backend, recorder, span))
             mine = _phase_records(app, size, runs[size][len(timing.warmup_s):], timing, policy, overhead,
                                   checked[size], [s for s in group if s != size])
