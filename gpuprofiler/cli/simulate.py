@@ -3,9 +3,10 @@
 The program is a declared graph (TOML), a measured trace (``measure APP --trace F.json``), or an app, measured
 here at ``--sizes`` (the largest is simulated, with each phase's median per call, against the runs' median). The machine is ``--devices`` like devices of ``--compute-units``
 each (by default those of the recorded device), linked as the ``--profile`` measured. With ``--at M`` an app is
-also predicted at size M: each phase's cost from the fractal predictor's per-phase predictions (fitted on the
-measured sizes with the device's profile), the host's work from a power law of the recorded runs, the program's
-graph that of the largest size.
+also predicted at size M: the program's operations there from a dry run (nothing executes), each kernel phase's
+cost from the fractal predictor's per-phase prediction (fitted on the measured sizes with the device's profile),
+each copy its bytes at the rate measured at the largest size, the host's work from a power law of the recorded
+runs.
 """
 
 from __future__ import annotations
@@ -124,6 +125,12 @@ def run(args: argparse.Namespace) -> int:
     if measured_tl is not None:
         result["measured_run_s"] = measured_tl["run_s"]
         result["recorded_on"] = measured_tl["devices"][0].get("id")
+        # the machine the run was recorded on, where simulated: its makespan against the measured run
+        recorded_shape = [d.get("compute_units") for d in measured_tl["devices"]]
+        reference = result.get("measured_run_median_s", measured_tl["run_s"])
+        for m, s in zip(machines, result["simulated"]):
+            if [d.compute_units for d in m.devices] == recorded_shape and reference > 0:
+                s["error_vs_measured"] = s["makespan_s"] / reference - 1
     if len(machines) > 1 and len(profiles) <= 1:
         result["scaling"] = scaling(alg, machines, args.queue)
     if prediction:
@@ -153,13 +160,14 @@ def _from_app(args, result: dict[str, Any], profiles: list):
     from gpuprofiler.measure.storage import MeasurementLog, default_path
     from gpuprofiler.models.fractal.predictor import FractalPredictor
     from gpuprofiler.profile.locate import choose_profile
-    from gpuprofiler.simulate.algorithm import from_timeline
+    from gpuprofiler.simulate.algorithm import at_size, from_timeline
     from gpuprofiler.simulate.architecture import machine
     from gpuprofiler.simulate.schedule import simulate
     from gpuprofiler.workloads import isolated
     from gpuprofiler.workloads.apps import App
     from gpuprofiler.workloads.builtin import resolve
     from gpuprofiler.workloads.sweep import from_records, load_target
+    from gpuprofiler.workloads.trace import trace_operations
 
     path = resolve(args.target)
     item = load_target(path)
@@ -175,6 +183,7 @@ def _from_app(args, result: dict[str, Any], profiles: list):
     if args.check and not args.at:
         raise UserError("--check measures the --at size")
     backend = open_backend(args.device)
+    backend_kind = backend.kind
     profile = profiles[0] if profiles else choose_profile(None, backend.info).profile
     log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
     timelines: dict[int, dict] = {}
@@ -202,22 +211,35 @@ def _from_app(args, result: dict[str, Any], profiles: list):
     if args.at:
         predictor = FractalPredictor().fit(item, profile, from_records(records))
         pred = predictor.predict([args.at])[0]
+        rows = trace_operations(item, args.at, backend_kind)
+        calls: dict[str, int] = {}
+        for r in rows:
+            calls[r["phase"]] = calls.get(r["phase"], 0) + 1
+        here = {r["phase"]: r for r in records if int(r["size"]) == top}
         phases = {ph["name"]: ph["predicted_s"] for ph in pred.details["phases"]}
-        here = {r["phase"]: r["median_s"] for r in records if int(r["size"]) == top}
-        factors = {p: phases[p] / here[p] for p in phases if here.get(p)}
-        minor = [p for p in here if p not in phases]
-        if minor and "rest_s" in pred.details:
-            rest_here = sum(here[p] for p in minor)
+        kernel_phases = {r["phase"] for r in rows if r["kind"] == "kernel"}
+        minor = [p for p in kernel_phases if p not in phases]
+        if minor and "rest_s" in pred.details:  # the minor phases' predicted total, shared as they share it here
+            rest_here = sum(here[p]["median_s"] for p in here if p not in phases)
             for p in minor:
-                factors[p] = pred.details["rest_s"] / rest_here if rest_here > 0 else 1.0
+                phases[p] = pred.details["rest_s"] * (here[p]["median_s"] / rest_here if rest_here > 0 else 0.0)
+        per_call = {p: phases[p] / calls[p] for p in kernel_phases if p in phases}
+        # a copy is bytes over the link: the seconds per byte measured at the largest size, per direction
+        per_byte = {}
+        for direction, phase in (("htod", "memcpy HtoD"), ("dtoh", "memcpy DtoH")):
+            r = here.get(phase)
+            if r and r.get("work"):
+                per_byte[direction] = r["median_s"] / r["work"]
         host_law, exponent = _host_law({s: t for s, t in timelines.items() if s in sizes})
         top_host = host_law(top)
-        scaled = alg.scaled(factors, host_law(args.at) / top_host if top_host > 0 else 1.0)
+        target = at_size(alg, rows, per_call, per_byte, host_law(args.at) / top_host if top_host > 0 else 1.0,
+                         args.at)
         devices = measured_tl["devices"]
-        sim = simulate(scaled, machine(len(devices), devices[0].get("compute_units") or 1))
+        sim = simulate(target, machine(len(devices), devices[0].get("compute_units") or 1))
         prediction = {"size": args.at, "simulated_s": sim.makespan_s, "fractal_device_s": pred.seconds,
                       "fractal_model": pred.summary, "warnings": list(pred.details.get("warnings", [])),
-                      "phase_factors": factors, "host_exponent": exponent}
+                      "kernel_per_call_s": per_call, "copy_s_per_byte": per_byte, "host_exponent": exponent,
+                      "operations": len(rows)}
         if check_records:
             measured = check_records[0]["run_host_median_s"]
             prediction["measured_s"] = measured
@@ -238,6 +260,8 @@ def _print(result: dict[str, Any]) -> None:
         print(f"{s['machine']:<40} {s['queue']:<13} {s['makespan_s'] * 1e3:>9.2f} ms  {util}")
         cp = s["critical_path"]
         print(f"{'':<40} critical path: {cp['steps']} steps, {cp['first']} .. {cp['last']}")
+        if "error_vs_measured" in s:
+            print(f"{'':<40} against the measured run on this machine: {s['error_vs_measured']:+.1%}")
     if "scaling" in result:
         sc = result["scaling"]
         f = sc["serial_fraction"]

@@ -10,7 +10,7 @@ buffer, and any declared ``after``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -101,14 +101,6 @@ class AlgorithmGraph:
 
     def total_work_s(self) -> float:
         return float(sum(t.cost_s for t in self.tasks))
-
-    def scaled(self, factors: dict[str, float], host: float = 1.0) -> "AlgorithmGraph":
-        """The same program with each phase's task costs multiplied by ``factors[phase]`` (1 where absent), and the
-        host's work by ``host``: a prediction at another size from per-phase predictions."""
-        tasks = [replace(t, cost_s=t.cost_s * factors.get(t.phase, 1.0), host_before_s=t.host_before_s * host,
-                         host_after_s=t.host_after_s * host) for t in self.tasks]
-        return AlgorithmGraph(tasks, self.name, self.host_tail_s * host, self.queue_latency_s, self.queue_gap_s,
-                              dict(self.measured))
 
 
 def clock_offsets(ops: list[dict]) -> dict[int, float]:
@@ -201,6 +193,38 @@ def from_timeline(timeline: dict, costs: dict[str, float] | None = None) -> Algo
         queue_latency_s=float(np.median(latencies)) if latencies else None,
         queue_gap_s=float(np.median(np.clip(gaps, 0, None))) if gaps else None,
         measured={"run_s": run_s, "devices": devices, "size": timeline.get("size")})
+
+
+def at_size(recorded: AlgorithmGraph, rows: list[dict], kernel_per_call: dict[str, float],
+            copy_per_byte: dict[str, float], host_factor: float, size: int | None = None) -> AlgorithmGraph:
+    """The program at another size: its operations there (``rows``, from a dry run), each kernel costing its phase's
+    predicted seconds per call, each copy its bytes at the seconds per byte measured (per direction), and the
+    recorded run's host work scaled by ``host_factor`` (operation by operation where the two runs issue the same
+    operations, else all of it before the first)."""
+    same = len(rows) == len(recorded.tasks) and all(r["name"] == t.name for r, t in zip(rows, recorded.tasks))
+    host_total = sum(t.host_before_s + t.host_after_s for t in recorded.tasks)
+    cus = recorded.tasks[0].compute_units if recorded.tasks else None
+    tasks = []
+    for i, r in enumerate(rows):
+        if r["kind"] == "copy":
+            direction = "htod" if "HtoD" in r["name"] else "dtoh"
+            if direction not in copy_per_byte:
+                raise UserError(f"no measured {direction} copy to price the copies at size {size}")
+            cost = r["bytes"] * copy_per_byte[direction]
+        else:
+            if r["phase"] not in kernel_per_call:
+                raise UserError(f"no prediction for phase {r['phase']!r} at size {size}")
+            direction, cost = None, kernel_per_call[r["phase"]]
+        was = recorded.tasks[i] if same else None
+        tasks.append(Task(
+            name=r["name"], kind=r["kind"], cost_s=cost, phase=r["phase"], direction=direction, bytes=int(r["bytes"]),
+            device=r["device"], reads=tuple(r["reads"]), writes=tuple(r["writes"]), blocking=bool(r["blocking"]),
+            host_before_s=(was.host_before_s * host_factor if was else (host_total * host_factor if i == 0 else 0.0)),
+            host_call_s=was.host_call_s if was else 0.0, host_after_s=was.host_after_s * host_factor if was else 0.0,
+            groups=_groups_of(r), compute_units=cus))
+    return AlgorithmGraph(tasks, recorded.name, recorded.host_tail_s * host_factor if same else 0.0,
+                          recorded.queue_latency_s, recorded.queue_gap_s,
+                          {"devices": recorded.measured.get("devices"), "size": size})
 
 
 def _number(value: Any, what: str, unit_scale: float = 1.0) -> float:

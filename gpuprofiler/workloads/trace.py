@@ -39,6 +39,15 @@ class _TracingContext(RunContext):
         return text
 
 
+def trace_operations(app: App, size: int, kind: str = "opencl") -> list[dict]:
+    """Every operation ``app`` makes at ``size`` (launches and copies, with their buffers and bytes), as timeline
+    rows without times: the program's graph at a size not run."""
+    backend = DryBackend(kind)
+    recorder = Recorder()
+    app.call("run", app.run_fn, _TracingContext(backend, recorder, app.path.parent), int(size))
+    return recorder.timeline()
+
+
 def trace_app(app: App, size: int, kind: str = "opencl") -> list[TracedLaunch]:
     """The launches ``app`` makes at ``size``, in order (its own errors are UserErrors naming its file)."""
     return list(_trace(str(app.path), int(size), kind))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.simulate import chrome
-from gpuprofiler.simulate.algorithm import AlgorithmGraph, Task, clock_offsets, from_timeline, from_toml
+from gpuprofiler.simulate.algorithm import AlgorithmGraph, Task, at_size, clock_offsets, from_timeline, from_toml
 from gpuprofiler.simulate.architecture import Link, machine
 from gpuprofiler.simulate.schedule import kernel_cost, scaling, simulate
 
@@ -238,3 +238,16 @@ def test_a_file_without_a_recorded_run_is_refused(tmp_path):
         chrome.load_recorded(f)
     r = run_cli("simulate", f)
     assert r.returncode == 2 and "no recorded run" in r.stderr
+
+
+def test_a_program_at_another_size_takes_its_dry_run_and_the_predicted_costs():
+    g = from_timeline(_timeline())
+    rows = [{"name": t.name, "phase": t.phase, "kind": t.kind, "device": 0, "reads": list(t.reads),
+             "writes": list(t.writes), "blocking": t.blocking, "bytes": 4 * t.bytes, "global_size": [1024],
+             "local_size": [64]} for t in g.tasks]
+    target = at_size(g, rows, {"k": 0.04}, {"htod": 1e-3, "dtoh": 2e-3}, host_factor=2.0, size=1024)
+    assert [t.cost_s for t in target.tasks] == pytest.approx([0.032, 0.04, 0.032, 0.04, 0.064, 0.064])
+    assert [t.groups for t in target.tasks if t.kind == "kernel"] == [16, 16]
+    assert [t.host_before_s for t in target.tasks] == pytest.approx([2 * t.host_before_s for t in g.tasks])
+    with pytest.raises(UserError, match="no prediction for phase"):
+        at_size(g, rows, {}, {"htod": 1e-3, "dtoh": 1e-3}, 1.0)
