@@ -47,35 +47,37 @@ from gpuprofiler.workloads.builtin import resolve  # noqa: E402
 from gpuprofiler.workloads.wrapper import Recorder, RunContext  # noqa: E402
 
 
+def lengths_of(runs: list) -> np.ndarray:
+    return np.array([line["run_s"] for _, line in runs])
+
+
 def nearest_median(runs: list) -> int:
     """The index of the run whose host time is nearest the runs' median."""
-    lengths = np.array([(t1 - t0) * 1e-9 for _, (t0, t1) in runs])
+    lengths = lengths_of(runs)
     return int(np.argmin(np.abs(lengths - np.median(lengths))))
 
 
-def compare(app, size: int, runs: dict, backends: dict, names: tuple, whole_cus: int) -> tuple[dict, dict]:
+def compare(runs: dict, names: tuple, whole_cus: int) -> tuple[dict, dict]:
     """Simulate the two-sub-device and whole-device runs from the one-sub-device runs; each against its measured
     median."""
     one, two, whole = names
     mine = runs[one]
-    per_run = [rec.phase_times() for rec, _ in mine]
+    per_run = [phases for phases, _ in mine]
     phases = set.intersection(*(set(p) for p in per_run))
     per_call = {ph: float(np.median([p[ph]["total_s"] for p in per_run])) / per_run[0][ph]["calls"] for ph in phases}
-    k = nearest_median(mine)
-    recorded = timeline(app, size, backends[one], mine[k][0], mine[k][1])
+    recorded = mine[nearest_median(mine)][1]
     alg = from_timeline(recorded, per_call)
     sub_cus = recorded["devices"][0]["compute_units"]
     machines = {one: machine(1, sub_cus), two: machine(2, sub_cus), whole: machine(1, whole_cus)}
     out, extra = {}, {}
     for name in names:
-        lengths = np.array([(t1 - t0) * 1e-9 for _, (t0, t1) in runs[name]])
+        lengths = lengths_of(runs[name])
         sched = simulate(alg, machines[name])
         measured = float(np.median(lengths))
         out[name] = {"runs": len(lengths), "measured_ms": measured * 1e3, "p10_ms": model_value(lengths) * 1e3,
                      "simulated_ms": sched.makespan_s * 1e3, "error": sched.makespan_s / measured - 1,
                      "machine": machines[name].name}
-        j = nearest_median(runs[name])
-        extra[name] = (timeline(app, size, backends[name], runs[name][j][0], runs[name][j][1]), sched)
+        extra[name] = (runs[name][nearest_median(runs[name])][1], sched)
     return out, extra
 
 
@@ -114,7 +116,8 @@ def main() -> int:
             app.run_fn(ctx, args.size)
             ctx.finish()
             t1 = time.perf_counter_ns()
-            runs[name].append((rec, (t0, t1)))
+            # kept as plain data, not the recorder and its events (their memory slowed later runs here, 190 -> 310 ms)
+            runs[name].append((rec.phase_times(), timeline(app, args.size, b, rec, (t0, t1))))
             return (t1 - t0) * 1e-9
         return go
 
@@ -128,12 +131,12 @@ def main() -> int:
     edges = np.linspace(0, rounds, args.blocks + 1).astype(int)
     for k in range(args.blocks):
         block = {n: runs[n][edges[k]:edges[k + 1]] for n in names}
-        res, _ = compare(app, args.size, block, backends, names, whole_cus)
+        res, _ = compare(block, names, whole_cus)
         for name in names:
             rows.append({"block": k, "configuration": name, **res[name]})
             print(f"block {k}: {name:<16} {res[name]['runs']:3d} runs  measured {res[name]['measured_ms']:8.2f} ms  "
                   f"simulated {res[name]['simulated_ms']:8.2f} ms  error {res[name]['error']:+.1%}", flush=True)
-    pooled, extra = compare(app, args.size, runs, backends, names, whole_cus)
+    pooled, extra = compare(runs, names, whole_cus)
     print(f"\nall {rounds} rounds pooled (medians of the runs' host time)")
     print(f"{'configuration':<16} {'machine simulated':<46} {'measured':>10} {'p10':>10} {'simulated':>10} "
           f"{'error':>7} {'blocks |error| max':>19}")

@@ -112,7 +112,8 @@ def measure_app(backend: Backend, app: App, sizes: Iterable[int], policy: Timing
                 result = app.call("run", app.run_fn, ctx, size)
                 ctx.finish()
                 t1 = time.perf_counter_ns()
-                if on_timeline:  # the timeline is built for one run, after the timing
+                if on_timeline:  # the timeline is built for one run, after the timing; each run kept as numbers
+                    recorder.settle()
                     lines[size].append((recorder, (t0, t1)))
                 if first and check and app.check_fn is not None:
                     app.call("check", app.check_fn, size, result)

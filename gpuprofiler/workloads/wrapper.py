@@ -66,6 +66,22 @@ class Operation:
                 "device_end_ns": None if span is None else span[1], "seconds": self.event.seconds()}
 
 
+class SettledEvent(Event):
+    """A finished operation's times as numbers: what a run keeps once its queue is done, so that runs held for
+    later (a timeline is built from one of them) hold no runtime objects."""
+
+    __slots__ = ("_seconds", "_span")
+
+    def __init__(self, seconds: float, span: tuple[int, int] | None):
+        self._seconds, self._span = seconds, span
+
+    def seconds(self) -> float:
+        return self._seconds
+
+    def span_ns(self) -> tuple[int, int] | None:
+        return self._span
+
+
 @dataclass
 class Recorder:
     """The operations of one run, in order."""
@@ -77,6 +93,12 @@ class Recorder:
     def add(self, name: str, kind: str, event: Event, **extra) -> None:
         phase = self.regions[-1] if self.regions else name
         self.operations.append(Operation(name, phase, kind, event, **extra))
+
+    def settle(self) -> None:
+        """Replace each operation's device event by its times (valid after the queue is finished)."""
+        for op in self.operations:
+            if not isinstance(op.event, SettledEvent):
+                op.event = SettledEvent(op.event.seconds(), op.event.span_ns())
 
     def timeline(self) -> list[dict[str, Any]]:
         """Every operation as a timeline row, in the order the program issued them, its buffers numbered 0, 1, ...
