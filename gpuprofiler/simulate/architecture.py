@@ -53,6 +53,7 @@ class DeviceNode:
     links: dict[str, Link] = field(default_factory=dict)
     launch_s: float | None = None  # host call to device start on an idle queue, from the profile
     info: dict[str, Any] = field(default_factory=dict)
+    rate: float = 1.0  # its compute units' speed relative to the device the kernel costs were measured on
 
 
 def links_from_profile(profile: Any, pinned: bool = False) -> dict[str, Link]:
@@ -101,13 +102,16 @@ class Machine:
 
 
 def machine(count: int, compute_units: int, name: str = "device", profile: Any = None,
-            pinned: bool = False, info: dict[str, Any] | None = None) -> Machine:
+            pinned: bool = False, info: dict[str, Any] | None = None, rate: float = 1.0) -> Machine:
     """``count`` like devices of ``compute_units`` each, linked to the host as the profile measured (no links
-    without a profile: transfers then need their measured or declared cost)."""
+    without a profile: transfers then need their measured or declared cost), their compute units at ``rate``
+    times the speed of those the kernel costs were measured on."""
     if count < 1 or compute_units < 1:
         raise UserError("a machine needs at least one device of at least one compute unit")
+    if not (rate > 0 and math.isfinite(rate)):
+        raise UserError(f"a compute rate must be a positive number, got {rate!r}")
     links = links_from_profile(profile, pinned) if profile is not None else {}
     launch = launch_from_profile(profile) if profile is not None else None
     return Machine([DeviceNode(f"{name} #{k}" if count > 1 else name, compute_units, dict(links), launch,
-                               dict(info or {})) for k in range(count)],
+                               dict(info or {}), rate) for k in range(count)],
                    name=f"{count} x {name} ({compute_units} CU{'s' if compute_units > 1 else ''})")

@@ -12,8 +12,10 @@ A task starts when the host has issued it (plus the queue latency), its resource
 on has ended. Placement: a recorded task keeps its device where the machine has it; otherwise each placement group
 (tasks that share data) goes whole to the device where its first task would start earliest (list scheduling).
 A kernel measured on a device of C compute units runs on one of C' in proportion to its waves of work-groups,
-ceil(groups / C') / ceil(groups / C) (all its work-groups alike; memory-bound kernels scale less). A copy keeps
-its measured cost, or is priced by the link's measured curve.
+ceil(groups / C') / ceil(groups / C) (all its work-groups alike; memory-bound kernels scale less), divided by the
+device's ``rate`` (its compute units' speed relative to the measurement's: sub-devices that together fill a
+physical device run at the rate the whole device showed). A copy keeps its measured cost, or is priced by the
+link's measured curve.
 """
 
 from __future__ import annotations
@@ -155,7 +157,8 @@ def simulate(alg: AlgorithmGraph, machine: Machine, queue: str = "in-order", pla
         for j in preds[i]:
             if slots_of[j].end_s > at:
                 at, bound, by = slots_of[j].end_s, "data", slot_index[j]
-        cost = copy_cost(task, machine, d) if task.kind == "copy" else kernel_cost(task, machine.devices[d].compute_units)
+        dev = machine.devices[d]
+        cost = copy_cost(task, machine, d) if task.kind == "copy" else kernel_cost(task, dev.compute_units) / dev.rate
         slot = Slot(i, task.name, task.phase, task.kind, resource(task, d), d, at, at + cost, bound, by)
         slots.append(slot)
         slots_of[i], slot_index[i] = slot, len(slots) - 1

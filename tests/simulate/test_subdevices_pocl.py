@@ -88,3 +88,21 @@ def test_cg_recorded_on_one_device_has_every_operation(pocl, quick_policy):
         assert sum(op["phase"] == phase for op in ops) == n
     spmv = next(op for op in ops if op["name"] == "spmv")
     assert spmv["reads"] and spmv["reads"] == spmv["writes"] and spmv["bytes"] > 0
+
+
+def test_simulate_an_app_checks_itself_and_predicts_a_larger_size(pocl, tmp_path):
+    r = run_cli("simulate", "jacobi", "--device", pocl.info.id, "--sizes", "4096,8192,16384", "--at", "65536",
+                "--check", "--budget", "0.3", "--json", "-o", tmp_path / "m.jsonl", "--gantt", tmp_path / "g.png")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["size"] == 16384 and out["tasks"] > 20
+    one = out["simulated"][0]
+    assert abs(one["error_vs_measured"]) < 0.5  # generous: a shared VM; the committed results hold the figures
+    p = out["prediction"]
+    assert p["size"] == 65536 and p["operations"] == out["tasks"] and p["measured_s"] > 0
+    assert set(p["kernel_per_call_s"]) == {"jacobi_step", "diff_partial"} and set(p["copy_s_per_byte"]) == {"htod",
+                                                                                                          "dtoh"}
+    assert 0.2 < p["simulated_s"] / p["measured_s"] < 5
+    assert (tmp_path / "m.jsonl").read_text().count("\n") >= 4 * 4  # every phase at every size stored
+    r = run_cli("simulate", "jacobi", "--sizes", "4096", "--at", "65536")
+    assert r.returncode == 2 and "at least 3 --sizes" in r.stderr
