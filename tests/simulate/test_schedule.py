@@ -251,3 +251,11 @@ def test_a_program_at_another_size_takes_its_dry_run_and_the_predicted_costs():
     assert [t.host_before_s for t in target.tasks] == pytest.approx([2 * t.host_before_s for t in g.tasks])
     with pytest.raises(UserError, match="no prediction for phase"):
         at_size(g, rows, {}, {"htod": 1e-3, "dtoh": 1e-3}, 1.0)
+
+
+def test_a_devices_compute_rate_divides_its_kernels_not_its_copies():
+    g = from_toml(SEED)
+    s = simulate(g, machine(1, 1, "core", rate=2.0))
+    assert math.isclose(s.makespan_s, 4 * (0.25 + 0.5), rel_tol=1e-12)
+    with pytest.raises(UserError, match="rate"):
+        machine(1, 1, rate=0.0)
