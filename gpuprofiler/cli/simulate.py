@@ -212,7 +212,7 @@ def _from_app(args, result: dict[str, Any], profiles: list):
     runs = min(len(r["samples_s"]) for r in top_records)
     one_machine = machine(len(measured_tl["devices"]), measured_tl["devices"][0].get("compute_units") or 1)
     per_run = [simulate(from_timeline(measured_tl, {r["phase"]: r["samples_s"][k] / max(1, r["calls"])
-                                                    for r in top_records}), one_machine).makespan_s
+                                                    for r in top_records}), one_machine, args.queue).makespan_s
                for k in range(runs)]
     result["per_run_simulated_median_s"] = float(np.median(per_run))
     mine = top_records[0]
