@@ -98,16 +98,23 @@ class MeasurementLog:
         data = b"".join(self.line(r) for r in records)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        start = None
         try:
             _lock(fd)
             _cut_torn_tail(fd)
+            start = os.fstat(fd).st_size
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
-            os.close(fd)  # releases the lock
-        self.written += len(records)
+            # counted by what reached the file, under the lock: a Ctrl-C landing anywhere after the last byte
+            # (even before the count) still counts the records it kept
+            try:
+                if start is not None and os.fstat(fd).st_size >= start + len(data):
+                    self.written += len(records)
+            finally:
+                os.close(fd)  # releases the lock
 
 
 def _lock(fd: int) -> None:
