@@ -44,10 +44,6 @@ class Task:
     groups: int | None = None  # kernels: work-groups launched
     compute_units: int | None = None  # kernels: compute units of the device that gave cost_s
 
-    @property
-    def is_copy(self) -> bool:
-        return self.kind == "copy"
-
 
 @dataclass
 class AlgorithmGraph:
@@ -98,9 +94,6 @@ class AlgorithmGraph:
             for i in comp:
                 out[i] = k
         return out
-
-    def total_work_s(self) -> float:
-        return float(sum(t.cost_s for t in self.tasks))
 
 
 def clock_offsets(ops: list[dict]) -> dict[int, float]:

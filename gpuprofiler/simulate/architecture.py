@@ -95,11 +95,6 @@ class Machine:
                        **{f"{d}_Bps": (dev.links[d].bandwidth_Bps if d in dev.links else None) for d in DIRECTIONS})
         self.graph = g
 
-    def describe(self) -> list[dict[str, Any]]:
-        return [{"device": k, "name": d.name, "compute_units": d.compute_units,
-                 **{f"{x}_Bps": d.links[x].bandwidth_Bps for x in DIRECTIONS if x in d.links}}
-                for k, d in enumerate(self.devices)]
-
 
 def machine(count: int, compute_units: int, name: str = "device", profile: Any = None,
             pinned: bool = False, info: dict[str, Any] | None = None, rate: float = 1.0) -> Machine:
