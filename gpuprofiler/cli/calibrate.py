@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpuprofiler.cli.common import add_device, progress
+from gpuprofiler.cli.common import add_cluster, add_device, cluster_kind, open_runner, progress
 from gpuprofiler.errors import UserError
 
 
@@ -18,6 +18,11 @@ def add_parser(sub) -> None:
     p.add_argument("--resume", action="store_true",
                    help="complete the profile already at the output path: measure only the sections an interrupted "
                         "calibration left out (of --only's, where given)")
+    add_cluster(p)
+    p.add_argument("--all-devices", action="store_true",
+                   help="with --cluster: calibrate every device of the cluster, each profile written to "
+                        "OUT/<device-slug>/<host>/profile.json (OUT: -o, default results); a rerun finishes partial "
+                        "profiles and skips complete ones. Compare them with `gpuprofiler profile fleet OUT`")
     p.set_defaults(func=run)
 
 
@@ -29,6 +34,11 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.report.profile_table import show
 
     only = parse_only(args.only)
+    if args.all_devices:
+        return _fleet(args, only)
+    runner = open_runner(args)
+    if runner is not None:
+        return _on_cluster(args, only, runner)
     backend = open_backend(args.device)
     out = Path(args.output) if args.output else stored_profile_path(backend.info)
     resume = None
@@ -68,3 +78,68 @@ def _resumable(out: Path, info, only: tuple[str, ...], chosen: bool):
     missing = [s for s in only if s not in done] if chosen else missing_sections(profile.data)
     progress(f"resuming {out}: " + (f"measuring {', '.join(missing)}" if missing else "nothing is missing"))
     return profile, tuple(missing)
+
+
+def _on_cluster(args: argparse.Namespace, only: tuple[str, ...], runner) -> int:
+    """``calibrate --cluster``: one device of the cluster (``--device``: its id, HOST/ID or kind) into -o or its
+    stored place."""
+    from gpuprofiler.calibrate.fleet import calibrate_slot
+    from gpuprofiler.device.base import DeviceInfo
+    from gpuprofiler.profile.locate import stored_profile_path
+    from gpuprofiler.report.profile_table import show
+
+    try:
+        kind = cluster_kind(runner, args.device)
+        slot = next(s for s in runner.slots() if s.kind == kind and args.device in (None, kind, s.device_id,
+                                                                                    s.resource, s.name))
+        info = DeviceInfo(**{k: v for k, v in slot.info.items() if k in DeviceInfo.__dataclass_fields__})
+        out = Path(args.output) if args.output else stored_profile_path(info)
+        resume = None
+        if args.resume:
+            resume, only = _resumable(out, info, only, args.only is not None)
+        progress(f"calibrating {slot.name} ({info.name}) into {out}")
+        profile = calibrate_slot(runner, slot, out, args.quick, only, resume, progress)
+    except KeyboardInterrupt:
+        progress("interrupted: the sections already finished are in the profile")
+        return 130
+    finally:
+        runner.close()
+    print(show(profile))
+    progress(f"profile written to {out}")
+    return 0
+
+
+def _fleet(args: argparse.Namespace, only: tuple[str, ...]) -> int:
+    """``calibrate --cluster ... --all-devices``: every device of the cluster, a profile each."""
+    from gpuprofiler.calibrate.fleet import plan, profile_path, run_calibrations, summary_rows
+    from gpuprofiler.errors import DeviceError
+    from gpuprofiler.measure.storage import results_root
+
+    if args.device:
+        raise UserError("--all-devices calibrates every device of the cluster: leave out --device")
+    runner = open_runner(args)
+    if runner is None:
+        raise UserError("--all-devices needs --cluster (or $GPUPROFILER_CLUSTER): the devices of a Dask cluster")
+    outdir = Path(args.output) if args.output else results_root()
+    try:
+        slots = runner.slots()
+        runs = [plan(s, profile_path(outdir, s, slots), only, resume=True) for s in slots]
+        skipped = sum(1 for r in runs if not r.todo)
+        progress(f"{len(runs)} device(s): {len(runs) - skipped} to calibrate, {skipped} already complete; profiles "
+                 f"under {outdir}")
+        run_calibrations(runner, runs, args.quick, progress)
+    except KeyboardInterrupt:
+        progress(f"interrupted: each device's finished sections are in its profile under {outdir}; rerun to finish")
+        return 130
+    finally:
+        runner.close()
+    rows = summary_rows(runs)
+    for r in rows:
+        print(f"{r['device']:<40} {r['status']:<9} {r['seconds']:7.1f} s  {r['profile']}"
+              + (f"  {r['error']}" if r["error"] else ""))
+    bad = [r for r in rows if r["status"] != "complete"]
+    print(f"{len(rows) - len(bad)} of {len(rows)} profile(s) complete under {outdir}; compare them with "
+          f"`gpuprofiler profile fleet {outdir}`")
+    if bad:
+        raise DeviceError(f"{len(bad)} device(s) did not finish: rerun the same command to retry them")
+    return 0

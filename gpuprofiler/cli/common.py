@@ -135,3 +135,45 @@ def find_profile(args: argparse.Namespace, device=None, required: bool = False):
     if not choice.given:
         progress(choice.message)
     return choice
+
+
+def add_cluster(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cluster", metavar="local[:N]|tcp://HOST:PORT",
+                   help="run the measurements on a Dask cluster: local (a worker process per device of this machine), "
+                        "local:N (N worker processes) or a scheduler's address; default $GPUPROFILER_CLUSTER, else "
+                        "here. Needs pip install 'gpuprofiler[dask]'")
+
+
+def open_runner(args: argparse.Namespace):
+    """The Dask runner of ``--cluster`` (or ``$GPUPROFILER_CLUSTER``), None without one."""
+    from gpuprofiler.measure.runners import cluster_address, open_cluster
+
+    address = cluster_address(getattr(args, "cluster", None))
+    if address is None:
+        return None
+    runner = open_cluster(address)
+    try:
+        progress(f"cluster: {runner.describe()}: " + ", ".join(
+            f"{len(slots)} x {kind}" for kind, slots in runner.kinds().items()))
+    except BaseException:
+        runner.close()
+        raise
+    return runner
+
+
+def cluster_kind(runner, device: str | None) -> str:
+    """The kind of device a cluster run measures on: that of ``--device`` (a device id, a worker's ``HOST/ID`` or a
+    kind's slug), else the cluster's only kind."""
+    kinds = runner.kinds()
+    if device is None:
+        if len(kinds) == 1:
+            return next(iter(kinds))
+        raise UserError(f"the cluster has devices of {len(kinds)} kinds: choose one with --device "
+                        f"({', '.join(kinds)})")
+    if device in kinds:
+        return device
+    for slot in runner.slots():
+        if device in (slot.device_id, slot.resource, slot.name):
+            return slot.kind
+    raise UserError(f"--device {device}: not a device of the cluster (kinds: {', '.join(kinds)}; devices: "
+                    f"{', '.join(s.name for s in runner.slots()[:8])}{', ...' if len(runner.slots()) > 8 else ''})")

@@ -9,7 +9,17 @@ import time
 import uuid
 from pathlib import Path
 
-from gpuprofiler.cli.common import add_device, add_timing, int_list, overrides, policy, progress
+from gpuprofiler.cli.common import (
+    add_cluster,
+    add_device,
+    add_timing,
+    cluster_kind,
+    int_list,
+    open_runner,
+    overrides,
+    policy,
+    progress,
+)
 from gpuprofiler.errors import DeviceError, UserError
 from gpuprofiler.measure.policy import MEASURE
 
@@ -37,6 +47,10 @@ def add_parser(sub) -> None:
                         "chrome://tracing and for `gpuprofiler simulate`")
     p.add_argument("--sequential", action="store_true",
                    help="time one size after the other instead of in alternation (rounds over the sizes)")
+    add_cluster(p)
+    p.add_argument("--all-devices", action="store_true",
+                   help="with --cluster: measure on every device of the cluster (a fleet sweep: each device's "
+                        "records under its own key; a rerun skips what is stored)")
     p.set_defaults(func=run)
 
 
@@ -69,6 +83,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--trace records an app's timeline (a .py app); a spec is one kernel: see `measure --json`")
     if not is_app:  # every launch against its buffers, before a device is opened or anything compiled
         check_sizes(item, sizes, sets, reaches)
+    runner = open_runner(args)
+    if runner is not None:
+        return _on_cluster(args, path, item, sizes, runner)
+    if args.all_devices:
+        raise UserError("--all-devices measures on every device of a cluster: give --cluster")
     backend = open_backend(args.device)
     log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
     progress(f"device {backend.info.id}: {backend.info.name}; measurements go to {log.path}")
@@ -132,4 +151,63 @@ def run(args: argparse.Namespace) -> int:
         out = plot_repeats(records, args.plot)
         if out:
             progress(f"plot written to {out}")
+    return 0
+
+
+def _on_cluster(args: argparse.Namespace, path: Path, item, sizes: list[int], runner) -> int:
+    """``measure --cluster``: the sizes timed together on one device of a kind (``--device``), or with
+    ``--all-devices`` on every device of the cluster; records stored under (device, item digest, size) as each task
+    comes back, what is stored already skipped."""
+    from gpuprofiler.measure.runners.base import Task
+    from gpuprofiler.measure.storage import KeyedLog, provenance, results_root
+    from gpuprofiler.models.maxplus.bounds import reaches
+    from gpuprofiler.report.text import print_measurements
+    from gpuprofiler.workloads.builtin import portable
+    from gpuprofiler.workloads.sweep import item_digest, sweep_task
+
+    try:
+        if args.set or args.trace or args.repeat > 1 or args.sequential:
+            raise UserError("--cluster measures the spec or app as it is, sizes in alternation: leave out --set, "
+                            "--trace, --repeat and --sequential")
+        digest, ref = item_digest(path, item), portable(path)
+        if args.all_devices:
+            if args.device:
+                raise UserError("--all-devices measures on every device of the cluster: leave out --device")
+            places = [(s.name, None, s) for s in runner.slots()]
+            default = results_root() / "fleet" / "measurements.jsonl"
+        else:
+            kind = cluster_kind(runner, args.device)
+            places = [(f"kind:{kind}", kind, None)]
+            default = results_root() / kind / "measurements.jsonl"
+        store = KeyedLog(Path(args.output) if args.output else default, runner.slots()[0].info)
+        timing = policy(args)
+        tasks = []
+        for where, kind, slot in places:
+            todo = [s for s in sizes if f"{where}|{digest}|{s}" not in store]
+            if todo:
+                tasks.append(Task(where, sweep_task, (ref, digest, todo, timing, reaches, not args.no_check),
+                                  kind=kind, slot=slot, label=f"{item.name} on {where}"))
+        progress(f"{len(tasks)} task(s) on {runner.describe()}; {store.stored} group(s) already in {store.log.path}")
+        shown: list[dict] = []
+
+        def done(task: Task, outcome) -> None:
+            groups = [(f"{task.key}|{digest}|{size}", records) for size, records in sorted(outcome.value.items())]
+            if store.put_many(groups, provenance(outcome.slot.info, outcome.slot.host)):
+                shown.extend(r for _, records in groups for r in records if len(shown) < 40)
+            progress(f"{task.label}: {len(outcome.value)} size(s) measured on {outcome.slot.name} in "
+                     f"{outcome.seconds:.1f} s; saved")
+
+        failed: list = []
+        runner.run(tasks, done, failed.append)
+    except KeyboardInterrupt:
+        progress("interrupted: what finished is kept; rerun to measure the rest")
+        return 130
+    finally:
+        runner.close()
+    if shown:
+        print_measurements(shown)
+    progress(f"{store.records} record(s) stored in {store.log.path}" + (f" (first {len(shown)} shown)"
+                                                                       if store.records > len(shown) else ""))
+    if failed:
+        raise DeviceError(f"{len(failed)} task(s) failed: " + "; ".join(str(f) for f in failed[:5]))
     return 0

@@ -7,7 +7,16 @@ import json
 import math
 from pathlib import Path
 
-from gpuprofiler.cli.common import add_device, add_timing, find_profile, policy, progress
+from gpuprofiler.cli.common import (
+    add_cluster,
+    add_device,
+    add_timing,
+    cluster_kind,
+    find_profile,
+    open_runner,
+    policy,
+    progress,
+)
 from gpuprofiler.errors import UserError
 
 
@@ -44,6 +53,7 @@ def add_parser(sub) -> None:
     add_device(p)
     add_timing(p, TimingPolicy(warmup=2, warmup_s=0.1, min_samples=5, budget_s=1.0, rel_ci=0.02),
                budget_option="--seconds")
+    add_cluster(p)
     p.set_defaults(func=run)
 
 
@@ -82,7 +92,23 @@ def run(args: argparse.Namespace) -> int:
     if args.rank_size is not None and not 0 < args.rank_size:
         raise UserError("--rank-size must be at least 1")
     timing = policy(args)
-    backend = open_backend(args.device)
+    runner = open_runner(args)
+    kind = None
+    if runner is not None:
+        from types import SimpleNamespace
+
+        from gpuprofiler.device.base import DeviceInfo
+
+        try:
+            kind = cluster_kind(runner, args.device)
+        except BaseException:
+            runner.close()
+            raise
+        slot = runner.kinds()[kind][0]
+        info = DeviceInfo(**{k: v for k, v in slot.info.items() if k in DeviceInfo.__dataclass_fields__})
+        backend = SimpleNamespace(info=info, close=runner.close)  # the kind's description; the runner measures
+    else:
+        backend = open_backend(args.device)
     matrix = Path(spec.matrix["source"]).stem if spec.matrix else "none"
     out = Path(args.output) if args.output else default_path(backend.info, "tune") / f"{spec.name}_{matrix}_{size}"
     store = TuneStore(out / "tune.jsonl", backend.info)
@@ -90,10 +116,11 @@ def run(args: argparse.Namespace) -> int:
     if args.strategy == "model" and args.rank != "sweep":
         profile = find_profile(args, backend.info, required=bool(args.profile) or args.rank != "auto").profile
     tuner = Tuner(backend, spec, int(size), space, store, policy=timing, budget=args.max_configs, say=progress,
-                  rank_size=args.rank_size, profile=profile)
+                  rank_size=args.rank_size, profile=profile, runner=runner, kind=kind)
     if args.strategy == "model":
         tuner.ranker = tuner.choose_ranker(args.rank)
-    progress(f"device {backend.info.id}: {backend.info.name}; {len(tuner.candidates)} of {len(space.configs())} "
+    where = f"{len(runner.kinds()[kind])} device(s) of {runner.describe()}" if runner else backend.info.id
+    progress(f"device {where}: {backend.info.name}; {len(tuner.candidates)} of {len(space.configs())} "
              f"configuration(s) allowed; store {store.log.path}" + (f" ({len(store.found)} stored)" if store.found else ""))
     try:
         strategy.search(tuner)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpuprofiler.cli.common import add_device, name_list, progress, warn
+from gpuprofiler.cli.common import add_cluster, add_device, cluster_kind, name_list, open_runner, progress, warn
 from gpuprofiler.errors import DeviceError, UserError
 
 
@@ -31,6 +31,7 @@ def add_parser(sub) -> None:
                         "to FILE (apply it with `pipeline` / `maxplus --correction FILE`); the report always shows "
                         "the leave-one-kernel-out corrected errors beside the static ones")
     p.add_argument("-o", "--output", required=True, metavar="OUTDIR", help="folder for the report and measurements")
+    add_cluster(p)
     p.set_defaults(func=run)
 
 
@@ -45,9 +46,13 @@ def run(args: argparse.Namespace) -> int:
     suite.suite_paths(args.suite, args.items)  # a bad suite fails before anything is opened
     if args.replay:
         return _replay(args, models, outdir)
+    runner = open_runner(args)
+    if runner is not None:
+        return _on_cluster(args, models, outdir, runner)
     backend = open_backend(args.device)
     try:
-        profile, profile_name = choose(args, outdir, backend, calibrate)
+        profile, profile_name = choose(args, outdir, backend.info,
+                                       lambda out, **kw: calibrate(backend, out, progress=progress, **kw))
         described = view(profile).name
         mismatch = (f"the profile describes {described}; the measurements are of {backend.info.name}"
                     if described != backend.info.name else None)
@@ -70,6 +75,45 @@ def run(args: argparse.Namespace) -> int:
              "(see the command in each record of measurements.jsonl)" if reused else
              "every measurement taken by this run"] + ([mismatch] if mismatch else [])
     return _write(args, models, outdir, results, backend.info.name, backend.info.id, profile_name, notes)
+
+
+def _on_cluster(args: argparse.Namespace, models: list[str], outdir: Path, runner) -> int:
+    """``validate --cluster``: the suite measured on the cluster's devices of one kind (``--device``), each
+    measurement once, on whichever device of the kind is free; the profile calibrated on one of them if needed."""
+    from gpuprofiler.calibrate.fleet import calibrate_slot
+    from gpuprofiler.device.base import DeviceInfo
+    from gpuprofiler.profile.hardware import view
+    from gpuprofiler.validate import suite
+
+    try:
+        kind = cluster_kind(runner, args.device)
+        slots = runner.kinds()[kind]
+        info = DeviceInfo(**{k: v for k, v in slots[0].info.items() if k in DeviceInfo.__dataclass_fields__})
+        profile, profile_name = choose(args, outdir, info, lambda out, **kw: calibrate_slot(
+            runner, slots[0], out, say=progress, **kw))
+        described = view(profile).name
+        mismatch = (f"the profile describes {described}; the measurements are of {info.name}"
+                    if described != info.name else None)
+        if mismatch:
+            progress(f"note: {mismatch}")
+        try:
+            results = suite.run(runner, args.suite, outdir, profile, models, args.quick, args.fresh, progress,
+                                args.items, spec_sizes=args.spec_sizes, kind=kind)
+        except KeyboardInterrupt:
+            progress(f"interrupted: finished measurements are kept in {outdir / 'measurements.jsonl'}; rerun to resume")
+            return 130
+        except DeviceError:
+            progress(f"finished measurements are kept in {outdir / 'measurements.jsonl'}; a rerun resumes")
+            raise
+    finally:
+        runner.close()
+    reused = sum(res.reused for res in results)
+    hosts = sorted({s.name for s in slots})
+    notes = [f"measured on {len(hosts)} device(s) of a Dask cluster ({', '.join(hosts[:6])}"
+             f"{', ...' if len(hosts) > 6 else ''}): each record names the device and host that measured it",
+             f"{reused} of {sum(res.measurements for res in results)} measurement(s) reused from an earlier run"
+             if reused else "every measurement taken by this run"] + ([mismatch] if mismatch else [])
+    return _write(args, models, outdir, results, info.name, f"kind:{kind}", profile_name, notes)
 
 
 def _replay(args: argparse.Namespace, models: list[str], outdir: Path) -> int:
@@ -169,10 +213,10 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
     return 0
 
 
-def choose(args: argparse.Namespace, outdir: Path, backend, calibrate) -> tuple:
+def choose(args: argparse.Namespace, outdir: Path, info, calibrate) -> tuple:
     """The run's profile and its name: ``--profile``; else OUTDIR's from an earlier run (not with ``--fresh``);
-    else the device's stored profile, copied into OUTDIR so the run's folder holds what it used; else a
-    calibration into OUTDIR."""
+    else the stored profile of the device ``info`` describes, copied into OUTDIR so the run's folder holds what it
+    used; else a calibration into OUTDIR (``calibrate(path, quick=, only=, resume=)``)."""
     import shutil
 
     from gpuprofiler.calibrate.driver import missing_sections
@@ -196,9 +240,9 @@ def choose(args: argparse.Namespace, outdir: Path, backend, calibrate) -> tuple:
             return profile, str(kept)
         warn(f"the profile {kept} is incomplete (an interrupted calibration: {', '.join(missing)} missing): "
              f"calibrating the missing section(s) into it")
-        return calibrate(backend, kept, quick=args.quick, only=missing, progress=progress, resume=profile), str(kept)
+        return calibrate(kept, quick=args.quick, only=missing, resume=profile), str(kept)
     outdir.mkdir(parents=True, exist_ok=True)
-    stored = choose_profile(None, backend.info)
+    stored = choose_profile(None, info)
     if stored.profile is not None:
         progress(f"{stored.message}; copied to {kept}")
         shutil.copyfile(stored.path, kept)
@@ -207,8 +251,8 @@ def choose(args: argparse.Namespace, outdir: Path, backend, calibrate) -> tuple:
         if missing:
             warn(f"the stored profile {stored.path} is incomplete ({', '.join(missing)} missing): calibrating the "
                  f"missing section(s) into the copy {kept}")
-            profile = calibrate(backend, kept, quick=args.quick, only=missing, progress=progress, resume=profile)
+            profile = calibrate(kept, quick=args.quick, only=missing, resume=profile)
         return profile, f"{stored.path} (copied to {kept})"
-    progress(f"no --profile and none stored ({how_to_make(backend.info)}): calibrating {backend.info.id} first "
+    progress(f"no --profile and none stored ({how_to_make(info)}): calibrating {info.id} first "
              f"({'quick' if args.quick else 'full'}) into {kept}")
-    return calibrate(backend, kept, quick=args.quick, progress=progress), str(kept)
+    return calibrate(kept, quick=args.quick), str(kept)

@@ -12,7 +12,29 @@ import re
 from gpuprofiler.device.base import Backend, Buffer, DeviceInfo, Event, Kernel
 from gpuprofiler.errors import UserError
 
-__all__ = ["Backend", "Buffer", "DeviceInfo", "Event", "Kernel", "list_devices", "open_backend", "default_device_id"]
+__all__ = ["Backend", "Buffer", "DeviceInfo", "Event", "Kernel", "list_devices", "open_backend", "default_device_id",
+           "register_scheme", "is_device_id", "describe_devices"]
+
+# device ids of other schemes (``NAME:...``): a plugin's backend, a simulated fleet. NAME -> (open, list)
+_SCHEMES: dict[str, tuple] = {}
+
+
+def register_scheme(name: str, opener, lister) -> None:
+    """Devices of another kind under ids ``NAME:...``: ``opener(id)`` returns its Backend, ``lister()`` its
+    DeviceInfos (listed after CUDA's and OpenCL's)."""
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in ("opencl", "cuda"):
+        raise ValueError(f"device scheme {name!r}: a lower-case name other than opencl and cuda")
+    _SCHEMES[name] = (opener, lister)
+
+
+def unregister_scheme(name: str) -> None:
+    _SCHEMES.pop(name, None)
+
+
+def is_device_id(text: str) -> bool:
+    """Whether ``text`` has the form of a device id (``opencl:P:D[/N[/K]]``, ``cuda:I``, a registered scheme's)."""
+    return bool(re.fullmatch(r"opencl:\d+:\d+(?:/\d+(?:/\d+)?)?|cuda:\d+", text)) or \
+        text.partition(":")[0] in _SCHEMES and bool(text.partition(":")[2])
 
 
 def cuda_available() -> bool:
@@ -31,7 +53,21 @@ def list_devices() -> list[DeviceInfo]:
         from gpuprofiler.device import opencl
 
         devices += opencl.list_devices()
+    for _, lister in list(_SCHEMES.values()):
+        devices += lister()
     return devices
+
+
+def describe_devices(device_ids: list[str]) -> dict[str, DeviceInfo]:
+    """The DeviceInfo of each of ``device_ids`` found on this machine (listing only the APIs they name)."""
+    schemes = {i.partition(":")[0] for i in device_ids}
+    found: list[DeviceInfo] = []
+    if schemes & {"opencl", "cuda"}:
+        found = list_devices()
+    else:
+        for name in schemes & set(_SCHEMES):
+            found += _SCHEMES[name][1]()
+    return {d.id: d for d in found if d.id in device_ids}
 
 
 def default_device_id(devices: list[DeviceInfo] | None = None) -> str:
@@ -54,6 +90,9 @@ def default_device_id(devices: list[DeviceInfo] | None = None) -> str:
 def open_backend(device_id: str | None = None) -> Backend:
     """Open the device ``device_id`` (or the default) and return its backend."""
     device_id = device_id or default_device_id()
+    scheme = device_id.strip().partition(":")[0]
+    if scheme in _SCHEMES:
+        return _SCHEMES[scheme][0](device_id.strip())
     m = re.fullmatch(r"opencl:(\d+):(\d+)(?:/(\d+)(?:/(\d+))?)?|cuda:(\d+)", device_id.strip())
     if not m:
         raise UserError(f"unknown device id {device_id!r}: expected opencl:P:D, opencl:P:D/N (split into N "

@@ -8,6 +8,7 @@ package version, the date, the host and the command, so it stands alone.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -29,13 +30,14 @@ def default_path(device: DeviceInfo, name: str = "measurements.jsonl") -> Path:
     return results_root() / device.slug / name
 
 
-def provenance(device: DeviceInfo) -> dict[str, Any]:
-    """Who measured what, where and when."""
+def provenance(device: DeviceInfo | dict[str, Any], host: str | None = None) -> dict[str, Any]:
+    """Who measured what, where and when: ``device`` (its info, or the dict a worker described it by) and ``host``
+    (default this one: a cluster's worker measures on its own)."""
     return {
-        "device": device.to_dict(),
+        "device": device.to_dict() if isinstance(device, DeviceInfo) else dict(device),
         "version": __version__,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "host": platform.node(),
+        "host": host or platform.node(),
         "python": platform.python_version(),
         "command": command_line(),
     }
@@ -80,22 +82,29 @@ class MeasurementLog:
     of a write (the last line without its newline) is cut off before the next append, so every line of the file
     stays a whole record."""
 
-    def __init__(self, path: Path, device: DeviceInfo):
+    def __init__(self, path: Path, device: DeviceInfo | dict[str, Any]):
         self.path = Path(path)
         self.meta = provenance(device)
         self.written = 0
 
-    def line(self, record: dict[str, Any]) -> bytes:
-        """The record as one JSON line, with the provenance and the time it was finished."""
-        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")  # when this record was finished
-        return (json.dumps(json_ready({**record, **self.meta, "date": stamp}), sort_keys=False) + "\n").encode()
+    def line(self, record: dict[str, Any], meta: dict[str, Any] | None = None) -> bytes:
+        """The record as one JSON line, with the provenance (``meta``: another device's, measured elsewhere) and the
+        time it was finished."""
+        return self._lines([record], meta)
+
+    def _lines(self, records: list[dict[str, Any]], meta: dict[str, Any] | None) -> bytes:
+        stamp = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")  # when these records were finished
+        tail = json_ready({**(meta or self.meta), "date": stamp})  # made JSON-safe once for the whole write
+        return b"".join((json.dumps({**json_ready({k: v for k, v in r.items() if k not in tail}), **tail})
+                         + "\n").encode() for r in records)
 
     def append(self, record: dict[str, Any]) -> None:
         self.append_many([record])
 
-    def append_many(self, records: list[dict[str, Any]]) -> None:
-        """Several records in one write: a crash keeps all of them or none."""
-        data = b"".join(self.line(r) for r in records)
+    def append_many(self, records: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> None:
+        """Several records in one write: a crash keeps all of them or none (``meta``: their provenance, where
+        another device measured them)."""
+        data = self._lines(records, meta)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         start = None
@@ -115,6 +124,51 @@ class MeasurementLog:
                     self.written += len(records)
             finally:
                 os.close(fd)  # releases the lock
+
+
+class KeyedLog:
+    """A measurement log of keyed groups: each group of records (a device's measurements of one spec at one size)
+    is appended whole under its key (``store_key``) and never twice, so a rerun, or a task retried after its worker
+    died, skips what is stored. Only a 16-byte digest per key stays in memory, whatever the records weigh."""
+
+    def __init__(self, path: Path, device: DeviceInfo | dict[str, Any]):
+        self.log = MeasurementLog(path, device)
+        self.keys: set[bytes] = set()
+        self.records = 0
+        if self.log.path.exists():
+            with open(self.log.path, "rb") as fh:
+                for line in fh:
+                    try:
+                        key = json.loads(line).get("store_key")
+                    except (json.JSONDecodeError, RecursionError, AttributeError):
+                        continue
+                    if isinstance(key, str):
+                        self.keys.add(_digest(key))
+        self.stored = len(self.keys)
+
+    def __contains__(self, key: str) -> bool:
+        return _digest(key) in self.keys
+
+    def put(self, key: str, records: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> bool:
+        """Append ``records`` under ``key`` in one write (with ``meta``, the provenance of the device and host that
+        measured them); False, and nothing written, where the key is stored already."""
+        return bool(self.put_many([(key, records)], meta))
+
+    def put_many(self, groups: list[tuple[str, list[dict[str, Any]]]], meta: dict[str, Any] | None = None) -> int:
+        """Several groups (a task's sizes) in one write and one fsync, those stored already left out; how many
+        were written."""
+        new = [(k, _digest(k), recs) for k, recs in groups]
+        new = [g for i, g in enumerate(new) if g[1] not in self.keys and g[1] not in {d for _, d, _ in new[:i]}]
+        if not new:
+            return 0
+        self.log.append_many([{**r, "store_key": k} for k, _, recs in new for r in recs], meta)
+        self.keys.update(d for _, d, _ in new)
+        self.records += sum(len(recs) for _, _, recs in new)
+        return len(new)
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.blake2b(key.encode(), digest_size=16).digest()
 
 
 def _lock(fd: int) -> None:

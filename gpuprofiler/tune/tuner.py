@@ -13,14 +13,15 @@ from typing import Any, Callable
 
 from gpuprofiler.errors import GpuProfilerError, UserError
 from gpuprofiler.measure.policy import TimingPolicy
+from gpuprofiler.measure.runners.base import Task
 from gpuprofiler.models import registry
 from gpuprofiler.models.base import NotApplicable
 from gpuprofiler.models.maxplus.bounds import reaches
 from gpuprofiler.tune.space import Space, config_key
 from gpuprofiler.tune.store import TuneStore, tune_key
-from gpuprofiler.validate.suite import item_digest
 from gpuprofiler.workloads import isolated, sparse
 from gpuprofiler.workloads.spec import KernelSpec
+from gpuprofiler.workloads.sweep import item_digest
 
 # the policy of a configuration at the target: as `measure`, one placement, a second of sampling
 TUNE = TimingPolicy(warmup=2, warmup_s=0.1, min_samples=5, budget_s=1.0, rel_ci=0.02)
@@ -80,6 +81,25 @@ class Result:
         return out
 
 
+def measure_config(backend: Any, spec: KernelSpec, size: int, config: dict[str, Any], policy: TimingPolicy,
+                   check: bool, isolate: bool | None) -> dict:
+    """One configuration of ``spec`` measured at ``size`` (checked where ``check``): its record, or a failed one
+    with the reason."""
+    try:
+        recs = isolated.measure(backend, spec, [size], policy, check=check, overrides=dict(config), derive=reaches,
+                                isolate=isolate)
+        return {**recs[-1], "tune_status": "ok"}
+    except GpuProfilerError as exc:
+        return {"kind": "tune", "kernel": spec.name, "size": int(size), "tune_status": "failed",
+                "reason": str(exc)[:500], "error": type(exc).__name__}
+
+
+def tune_task(ctx, spec: KernelSpec, size: int, config: dict[str, Any], policy: TimingPolicy, check: bool) -> dict:
+    """A runner's task: one configuration measured on the task's device (the ranking run is not checked: a
+    configuration is checked where it is measured at the target)."""
+    return measure_config(ctx.backend(), spec, size, config, policy, check, ctx.isolate)
+
+
 @dataclass
 class Tuner:
     backend: Any
@@ -95,6 +115,8 @@ class Tuner:
     rank_size: int | None = None
     profile: Any = None  # the device's hardware profile: with one, a static predictor may rank (``ranker``)
     ranker: str = "sweep"  # "sweep": each configuration timed at ``rank_size``; else a static predictor's name
+    runner: Any = None  # a cluster's runner: configurations measured on its devices of ``kind``, several at once
+    kind: str | None = None
 
     def __post_init__(self):
         self.digest = item_digest(Path(self.spec.path), self.spec)
@@ -110,6 +132,7 @@ class Tuner:
                 self.results[config_key(config)] = Result(config, status, why)
         self.measure_s = 0.0
         self.rank_s = 0.0
+        self._new: set[str] = set()
         if self.rank_size is None:
             self.rank_size = self.ranking_size()
 
@@ -159,29 +182,51 @@ class Tuner:
         return self.budget is not None and self.measured_count >= self.budget
 
     def _key(self, config: dict[str, Any], stage: str, size: int) -> str:
-        return tune_key(self.backend.info.id, self.digest, self.matrix, size, config_key(config), stage)
+        where = f"kind:{self.kind}" if self.runner is not None else self.backend.info.id
+        return tune_key(where, self.digest, self.matrix, size, config_key(config), stage)
 
     def _run(self, config: dict[str, Any], size: int, policy: TimingPolicy, stage: str) -> tuple[dict, bool]:
         """The stored record of (config, size, stage), or a new one measured (or failed) and stored."""
         key = self._key(config, stage, size)
+        if key in self._new:  # measured by this run (a cluster's batch)
+            return self.store.found[key], False
         got = self.store.get(key)
         if got is not None:
             return got, True
+        if self.runner is not None:
+            self._run_many([config], size, policy, stage)
+            return self.store.found[key], False
         t0 = time.perf_counter()
-        try:  # the ranking run is not checked: a configuration is checked where it is measured at the target
-            recs = isolated.measure(self.backend, self.spec, [size], policy, check=stage == "target",
-                                    overrides=dict(config), derive=reaches, isolate=self.isolate)
-            rec = {**recs[-1], "tune_status": "ok"}
-        except GpuProfilerError as exc:
-            rec = {"kind": "tune", "kernel": self.spec.name, "size": int(size), "tune_status": "failed",
-                   "reason": str(exc)[:500], "error": type(exc).__name__}
-        spent = time.perf_counter() - t0
+        rec = measure_config(self.backend, self.spec, size, config, policy, stage == "target", self.isolate)
+        self._stored(key, config, size, stage, rec, time.perf_counter() - t0)
+        return self.store.found[key], False
+
+    def _run_many(self, configs: list[dict[str, Any]], size: int, policy: TimingPolicy, stage: str) -> None:
+        """Configurations not stored measured through the runner, each on a free device of the kind, stored as
+        each comes back."""
+        todo = {self._key(c, stage, size): c for c in configs if self._key(c, stage, size) not in self.store.found}
+        tasks = [Task(key, tune_task, (self.spec, size, config, policy, stage == "target"), kind=self.kind,
+                      label=f"{config_key(config)} at {size}") for key, config in todo.items()]
+        self.runner.run(tasks, lambda task, outcome: self._stored(task.key, todo[task.key], size, stage,
+                                                                  {**outcome.value, "tune_device": outcome.slot.name},
+                                                                  outcome.seconds))
+
+    def measure_many(self, configs: list[dict[str, Any]]) -> list[Result]:
+        """Each configuration at the target size: on a cluster all at once over its devices, else one by one."""
+        if self.runner is not None:
+            self._run_many([c for c in configs if config_key(c) not in self.results or
+                            self.results[config_key(c)].status not in ("ok", "failed")], self.size, self.policy,
+                           "target")
+        return [self.measure(c) for c in configs]
+
+    def _stored(self, key: str, config: dict[str, Any], size: int, stage: str, rec: dict, spent: float) -> None:
         if stage == "target":
             self.measure_s += spent
         else:
             self.rank_s += spent
         rec.update(tune_config=dict(config), tune_stage=stage, tune_matrix=self.matrix, tune_seconds=spent)
-        return self.store.put(key, rec), False
+        self.store.put(key, rec)
+        self._new.add(key)
 
     def measure(self, config: dict[str, Any]) -> Result:
         """The configuration at the target size (stored result reused)."""

@@ -9,7 +9,6 @@ item (same file contents) and size, so an interrupted run resumes.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 import uuid
@@ -20,16 +19,18 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.errors import UserError
+from gpuprofiler.errors import DeviceError, UserError
 from gpuprofiler.measure.policy import VALIDATE, VALIDATE_QUICK, TimingPolicy
+from gpuprofiler.measure.runners.base import Runner, Task, TaskFailed, raise_failure
+from gpuprofiler.measure.runners.sequential import SequentialRunner
 from gpuprofiler.measure.stats import model_value, spread
-from gpuprofiler.measure.storage import MeasurementLog, read_records
+from gpuprofiler.measure.storage import MeasurementLog, provenance, read_records
 from gpuprofiler.models import correction, registry
 from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
 from gpuprofiler.models.fractal.regimes import recommended_small
 from gpuprofiler.models.maxplus.bounds import reaches
-from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs
-from gpuprofiler.workloads.sweep import Sweep, from_records, load_target, run_sweep
+from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs, portable
+from gpuprofiler.workloads.sweep import Sweep, from_records, item_digest, load_target, sweep_task
 
 
 def suite_paths(suite: str, items: list[str] | None = None) -> list[Path]:
@@ -55,45 +56,45 @@ def suite_paths(suite: str, items: list[str] | None = None) -> list[Path]:
     return paths
 
 
-def item_digest(path: Path, item: Any) -> str:
-    """A digest of the item's file and its kernel sources: a changed kernel is measured again."""
-    h = hashlib.sha256(path.read_bytes())
-    sources = getattr(item, "sources", None) or {}
-    for key in sorted(sources):
-        src = Path(sources[key])
-        if src.is_file():
-            h.update(src.read_bytes())
-    for src in sorted(path.parent.glob(path.stem + ".c[lu]")) if path.suffix == ".py" else []:
-        h.update(src.read_bytes())
-    return h.hexdigest()[:16]
-
-
 class Store:
-    """The run's measurements: one group of records per (device, item digest, size), appended when complete."""
+    """The run's measurements: one group of records per (device, item digest, size), appended when complete.
 
-    def __init__(self, path: Path, device: Any, fresh: bool = False):
+    ``device`` is the key the groups are stored under: the device's id (measured here), or ``kind:SLUG`` (measured on
+    any device of that kind of a cluster); each record keeps the provenance of the device and host that measured
+    it. A group is written once: a rerun, or a task retried after its worker died, finds it stored."""
+
+    def __init__(self, path: Path, device: Any, fresh: bool = False, key: str | None = None):
         self.log = MeasurementLog(path, device)
-        self.device_id = device.id
+        self.device_id = key or device.id
         self.groups: dict[tuple[str, int], list[dict]] = {}
         if path.exists() and not fresh:
             by_group: dict[str, list[dict]] = {}
             for r in read_records(path):
-                if r.get("device", {}).get("id") == device.id and "validate_group" in r:
+                if _stored_under(r) == self.device_id and "validate_group" in r:
                     by_group.setdefault(r["validate_group"], []).append(r)
             for recs in by_group.values():
                 if len(recs) == recs[0].get("validate_group_size"):
-                    self.groups[(recs[0]["validate_digest"], int(recs[0]["size"]))] = recs
+                    self.groups.setdefault((recs[0]["validate_digest"], int(recs[0]["size"])), recs)
         self.reused = len(self.groups)
 
     def get(self, digest: str, size: int) -> list[dict] | None:
         return self.groups.get((digest, size))
 
-    def put(self, digest: str, size: int, records: list[dict]) -> None:
-        """Store one size's records (an app's phases) in one write: a crash keeps the group whole or not at all."""
+    def put(self, digest: str, size: int, records: list[dict], meta: dict | None = None) -> bool:
+        """Store one size's records (an app's phases) in one write: a crash keeps the group whole or not at all;
+        a group already stored is not written again (False). ``meta``: the provenance where a worker measured."""
+        if (digest, size) in self.groups:
+            return False
         group = uuid.uuid4().hex
-        self.log.append_many([{**r, "validate_digest": digest, "validate_group": group,
-                               "validate_group_size": len(records)} for r in records])
+        self.log.append_many([{**r, "validate_digest": digest, "validate_group": group, "validate_device":
+                               self.device_id, "validate_group_size": len(records)} for r in records], meta)
         self.groups[(digest, size)] = records
+        return True
+
+
+def _stored_under(record: dict) -> str | None:
+    """The device key a validate record was stored under (records before ``validate_device``: the device's id)."""
+    return record.get("validate_device") or (record.get("device") or {}).get("id")
 
 
 @dataclass
@@ -122,9 +123,10 @@ class Progress:
                  f"{_duration(self.estimate())} to go")
         self._t0 = time.perf_counter()
 
-    def finish(self, key: str, sizes: list[int]) -> None:
-        """The measurements of ``sizes`` (taken together since :meth:`start`) are done."""
-        secs = time.perf_counter() - self._t0
+    def finish(self, key: str, sizes: list[int], seconds: float | None = None) -> None:
+        """The measurements of ``sizes`` (taken together since :meth:`start`, or in ``seconds`` elsewhere) are
+        done."""
+        secs = time.perf_counter() - self._t0 if seconds is None else seconds
         self.done += len(sizes)
         self.spent += secs
         self.rates[key] = secs / max(sum(sizes), 1)
@@ -154,17 +156,43 @@ class ItemResult:
     baselines: list[dict] = field(default_factory=list)
 
 
-def _measure(store: Store, backend, item, digest: str, sizes: list[int], policy: TimingPolicy, prog: Progress,
-             label: str, isolate: bool | None = False) -> dict[int, list[dict]]:
-    """The records of every size, the stored ones reused and the others measured together, in alternation (each
-    size's group stored the moment its timing ends; with ``isolate``, in the device's worker process)."""
-    todo = [s for s in sizes if store.get(digest, s) is None]
-    if todo:
-        prog.start(digest, max(todo), f"{label} size{'s' if len(todo) > 1 else ''} {', '.join(map(str, todo))}")
-        run_sweep(backend, item, todo, policy, derive=reaches, isolate=isolate,
-                  on_size=lambda size, records: store.put(digest, size, records))
-        prog.finish(digest, todo)
-    return {s: store.get(digest, s) for s in sizes}
+def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: TimingPolicy, prog: Progress,
+                 kind: str, say: Callable[[str], None]) -> list[TaskFailed]:
+    """Every size of every planned item not in the store measured through ``runner`` on devices of ``kind`` (an
+    item's sizes in one task, timed in alternation); each size's group stored as it reaches this process. Returns
+    the tasks that failed (with the sequential runner a failure is raised instead)."""
+    failed: list[TaskFailed] = []
+    sequential = runner.name == "sequential"
+
+    def tasks():
+        for path, item, digest, small, _ in plan:
+            todo = [s for s in small + list(item.target) if store.get(digest, s) is None]
+            if not todo:
+                continue
+            label = f"{getattr(item, 'name', path.stem)} size{'s' if len(todo) > 1 else ''} {', '.join(map(str, todo))}"
+            if sequential:
+                prog.start(digest, max(todo), label)
+            yield Task(f"{digest}:{','.join(map(str, todo))}", sweep_task, (portable(path), digest, todo, policy, reaches),
+                       kind=kind, label=label)
+
+    def meta(slot) -> dict | None:
+        return None if sequential else provenance(slot.info, slot.host)
+
+    def partial(task: Task, got) -> None:
+        size, records = got
+        store.put(task.args[1], size, records)
+
+    def done(task: Task, outcome) -> None:
+        digest, todo = task.args[1], task.args[2]
+        for size, records in sorted(outcome.value.items()):
+            store.put(digest, size, records, meta(outcome.slot))
+        prog.finish(digest, todo, None if sequential else outcome.seconds)
+        if not sequential:
+            say(f"[{prog.done}/{prog.done + len(prog.pending)}] {task.label}: measured on {outcome.slot.name} in "
+                f"{outcome.seconds:.1f} s; about {_duration(prog.estimate())} of measuring left")
+
+    runner.run(tasks(), done, failed.append if not sequential else raise_failure, on_partial=partial)
+    return failed
 
 
 def check_models(models: list[str] | None) -> list[str]:
@@ -177,19 +205,29 @@ def check_models(models: list[str] | None) -> list[str]:
     return names
 
 
-def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | None = None, quick: bool = False,
-        fresh: bool = False, say: Callable[[str], None] = lambda m: None,
-        items: list[str] | None = None, spec_sizes: bool = False, isolate: bool | None = False) -> list[ItemResult]:
-    """Measure and predict every item of the suite; returns per-item results (rows for predictions.csv); with
-    ``isolate`` (None: unless ``GPUPROFILER_ISOLATION=off``) the launches run in the device's worker process.
+def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: list[str] | None = None,
+        quick: bool = False, fresh: bool = False, say: Callable[[str], None] = lambda m: None,
+        items: list[str] | None = None, spec_sizes: bool = False, isolate: bool | None = False,
+        kind: str | None = None) -> list[ItemResult]:
+    """Measure and predict every item of the suite; returns per-item results (rows for predictions.csv).
+
+    ``runner``: where the measurements run (a :class:`~gpuprofiler.measure.runners.base.Runner`; a backend: this
+    process, on it, with ``isolate`` (None: unless ``GPUPROFILER_ISOLATION=off``) the launches in the device's
+    worker process); on a cluster every measurement goes to a device of ``kind`` (default: the cluster's only kind).
 
     The small sizes of each item are those ``extrapolate`` recommends for its targets (hardware-aware, from the
     profile: :func:`~gpuprofiler.models.fractal.regimes.recommended_small`), or with ``spec_sizes`` the item's
     own ``small`` list."""
     models = check_models(models)
+    if not isinstance(runner, Runner):
+        runner = SequentialRunner(runner, isolate)
+    kind = kind or only_kind(runner)
+    slot = next(s for s in runner.slots() if s.kind == kind)
     outdir.mkdir(parents=True, exist_ok=True)
     policy = VALIDATE_QUICK if quick else VALIDATE
-    store = Store(outdir / "measurements.jsonl", backend.info, fresh)
+    sequential = runner.name == "sequential"
+    store = Store(outdir / "measurements.jsonl", slot.info if not sequential else runner.backend.info, fresh,
+                  key=None if sequential else f"kind:{kind}")
     reused_before = set(store.groups)
     if store.reused:
         say(f"reusing {store.reused} finished measurement(s) from {store.log.path}")
@@ -205,11 +243,16 @@ def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | Non
         plan.append((path, item, item_digest(path, item), small, notes))
     todo = [(d, s) for _, item, d, small, _ in plan for s in small + list(item.target) if store.get(d, s) is None]
     prog = Progress(todo, say, guess_s=policy.budget_s * 3 + 1)
-    say(f"{len(plan)} item(s), {len(todo)} measurement(s) to run on {backend.info.id}")
+    where = slot.device_id if sequential else f"{len(runner.kinds()[kind])} device(s) of {runner.describe()}"
+    say(f"{len(plan)} item(s), {len(todo)} measurement(s) to run on {where}")
+    failed = measure_plan(runner, store, plan, policy, prog, kind, say)
+    if failed:
+        raise DeviceError(f"{len(failed)} measurement task(s) failed: " + "; ".join(str(f) for f in failed[:5])
+                          + ("; ..." if len(failed) > 5 else ""))
     results = []
     for path, item, digest, small, notes in plan:
         name = getattr(item, "name", path.stem)
-        got = _measure(store, backend, item, digest, small + list(item.target), policy, prog, name, isolate)
+        got = {s: store.get(digest, s) for s in small + list(item.target)}
         sweep_recs = [r for s in small for r in got[s]]
         checks = {t: from_records(got[t]) for t in item.target}
         res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel", notes=list(notes))
@@ -219,6 +262,15 @@ def run(backend, suite: str, outdir: Path, profile=None, models: list[str] | Non
         predict_item(res, item, from_records(sweep_recs), checks, profile, models)
         results.append(res)
     return results
+
+
+def only_kind(runner: Runner) -> str:
+    """The runner's one kind of device (a UserError naming them where there are several)."""
+    kinds = runner.kinds()
+    if len(kinds) != 1:
+        raise UserError(f"{runner.describe()} has devices of {len(kinds)} kinds: choose one with --device "
+                        f"({', '.join(kinds)})")
+    return next(iter(kinds))
 
 
 def predict_item(res: ItemResult, item, sweep: Sweep | None, checks: dict[int, Sweep], profile, models: list[str],

@@ -44,3 +44,23 @@ def resolve(target: str) -> Path:
             return candidate
     names = ", ".join(p.stem for p in builtin_specs() + builtin_apps() + builtin_extras() + builtin_extra_apps())
     raise UserError(f"no spec or app {target!r}: not a file, nor a builtin (builtins: {names})")
+
+
+def portable(path: Path) -> tuple[str, str]:
+    """How another machine finds ``path``: a builtin by its place in ``kernels/`` (wherever the package is
+    installed there), else the file's absolute path (a shared file system)."""
+    path = Path(path).resolve()
+    try:
+        return ("builtin", path.relative_to(kernels_dir().resolve()).as_posix())
+    except ValueError:
+        return ("file", str(path))
+
+
+def located(ref: tuple[str, str]) -> Path:
+    """The path :func:`portable` described, on this machine (a UserError where it is not there)."""
+    kind, where = ref
+    path = kernels_dir() / where if kind == "builtin" else Path(where)
+    if not path.is_file():
+        raise UserError(f"{where}: not found on this machine (a spec or app outside the builtin kernels must be on "
+                        f"a file system every worker shares)")
+    return path

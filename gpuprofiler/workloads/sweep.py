@@ -7,17 +7,20 @@ For a spec the one phase is its kernel; for an app the phases come from the run 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from gpuprofiler.errors import UserError
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.stats import Summary, model_value, summarize
 from gpuprofiler.workloads import isolated
 from gpuprofiler.workloads.apps import App, load_app
 from gpuprofiler.workloads.bounds import Deriver
+from gpuprofiler.workloads.builtin import located
 from gpuprofiler.workloads.spec import KernelSpec, load_spec
 
 
@@ -78,6 +81,19 @@ def from_records(records: list[dict]) -> Sweep:
     return Sweep(records[0]["kernel"], kind, sizes, phases, totals, list(records), work)
 
 
+def item_digest(path: Path, item: Any) -> str:
+    """A digest of the item's file and its kernel sources: a changed kernel is measured again."""
+    h = hashlib.sha256(path.read_bytes())
+    sources = getattr(item, "sources", None) or {}
+    for key in sorted(sources):
+        src = Path(sources[key])
+        if src.is_file():
+            h.update(src.read_bytes())
+    for src in sorted(path.parent.glob(path.stem + ".c[lu]")) if path.suffix == ".py" else []:
+        h.update(src.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def load_target(path: Path) -> KernelSpec | App:
     return load_app(path) if path.suffix == ".py" else load_spec(path)
 
@@ -124,3 +140,23 @@ def work_count(item: KernelSpec | App):
         return float(value)
 
     return work
+
+
+def sweep_task(ctx, ref: tuple[str, str], digest: str, sizes: list[int], policy: TimingPolicy | None,
+               derive: Deriver | None = None, check: bool = True) -> dict[int, list[dict]]:
+    """A runner's task: the item (found by ``ref``, checked to be the one of ``digest``) measured at ``sizes`` on
+    the task's device, timed together in alternation (its buffers checked with ``derive``); each size's records,
+    also emitted (``ctx.emit``) as each size finishes."""
+    path = located(ref)
+    item = load_target(path)
+    if item_digest(path, item) != digest:
+        raise UserError(f"{path}: this machine's copy differs from the one the client measures (another version "
+                        f"of the kernel or of gpuprofiler?)")
+    by_size: dict[int, list[dict]] = {}
+
+    def size_done(size: int, records: list[dict]) -> None:
+        by_size[int(size)] = list(records)
+        ctx.emit((int(size), list(records)))
+
+    run_sweep(ctx.backend(), item, sizes, policy, check=check, derive=derive, isolate=ctx.isolate, on_size=size_done)
+    return by_size

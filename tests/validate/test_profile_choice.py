@@ -22,7 +22,7 @@ def world(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUPROFILER_RESULTS", str(tmp_path / "results"))
     calls = []
 
-    def calibrate(backend, path, quick, progress):
+    def calibrate(path, quick, only=(), resume=None):
         calls.append((path, quick))
         path.write_text(POCL_PROFILE.read_text())
         return load_profile(path)
@@ -46,20 +46,20 @@ def stored_profile(tmp_path, marker):
 
 def test_none_stored_calibrates_into_outdir(world):
     tmp, backend, calibrate, calls = world
-    profile, name = choose(args(), tmp / "out", backend, calibrate)
+    profile, name = choose(args(), tmp / "out", backend.info, calibrate)
     assert calls == [(tmp / "out" / "profile.json", True)] and name == str(tmp / "out" / "profile.json")
 
 
 def test_stored_profile_is_copied_and_then_reused(world):
     tmp, backend, calibrate, calls = world
     stored = stored_profile(tmp, "stored")
-    profile, name = choose(args(), tmp / "out", backend, calibrate)
+    profile, name = choose(args(), tmp / "out", backend.info, calibrate)
     assert calls == [] and profile.data["host"] == "stored" and name == f"{stored} (copied to {tmp / 'out' / 'profile.json'})"
     assert load_profile(tmp / "out" / "profile.json").data["host"] == "stored"
     stored_profile(tmp, "newer")  # a rerun resumes with the copy it started with
-    profile, name = choose(args(), tmp / "out", backend, calibrate)
+    profile, name = choose(args(), tmp / "out", backend.info, calibrate)
     assert profile.data["host"] == "stored" and name == str(tmp / "out" / "profile.json")
-    profile, _ = choose(args(fresh=True), tmp / "out", backend, calibrate)  # --fresh takes the stored one again
+    profile, _ = choose(args(fresh=True), tmp / "out", backend.info, calibrate)  # --fresh takes the stored one again
     assert profile.data["host"] == "newer" and calls == []
 
 
@@ -68,7 +68,7 @@ def test_given_profile_wins(world):
     stored_profile(tmp, "stored")
     mine = tmp / "mine.json"
     shutil.copy(POCL_PROFILE, mine)
-    profile, name = choose(args(profile=str(mine)), tmp / "out", backend, calibrate)
+    profile, name = choose(args(profile=str(mine)), tmp / "out", backend.info, calibrate)
     assert name == str(mine) and profile.path == mine and calls == []
 
 
@@ -93,7 +93,7 @@ def resuming(world):
     tmp, backend, _, _ = world
     calls = []
 
-    def calibrate(backend, path, quick, progress=None, only=(), resume=None):
+    def calibrate(path, quick, only=(), resume=None):
         calls.append((list(only), resume is not None))
         data, full = dict(resume.data), json.loads(POCL_PROFILE.read_text())
         for section in only:
@@ -109,20 +109,20 @@ def resuming(world):
 def test_a_partial_profile_in_outdir_is_completed_not_reused_silently(resuming, capsys, marker):
     tmp, backend, calibrate, calls = resuming
     kept = partial_profile(tmp / "out" / "profile.json", marker=marker)
-    profile, name = choose(args(), tmp / "out", backend, calibrate)
+    profile, name = choose(args(), tmp / "out", backend.info, calibrate)
     err = capsys.readouterr().err
     assert calls == [(["transfer", "instructions"], True)] and name == str(kept)
     assert "incomplete" in err and "transfer, instructions missing" in err and "reusing the profile" not in err
     assert profile.data["transfer"] == json.loads(POCL_PROFILE.read_text())["transfer"]
     assert profile.data["launch"] == json.loads(POCL_PROFILE.read_text())["launch"]  # the rest kept
-    choose(args(), tmp / "out", backend, calibrate)  # complete now: reused as it is
+    choose(args(), tmp / "out", backend.info, calibrate)  # complete now: reused as it is
     assert len(calls) == 1 and "reusing the profile" in capsys.readouterr().err
 
 
 def test_a_partial_stored_profile_is_completed_in_the_copy(resuming, capsys):
     tmp, backend, calibrate, calls = resuming
     stored = partial_profile(tmp / "results" / DEVICE.slug / "profile.json", drop=("bandwidth",))
-    choose(args(), tmp / "out", backend, calibrate)
+    choose(args(), tmp / "out", backend.info, calibrate)
     assert calls == [(["bandwidth"], True)] and "incomplete" in capsys.readouterr().err
     assert "bandwidth" not in json.loads(stored.read_text())  # the stored one is left as it is
 
@@ -130,6 +130,6 @@ def test_a_partial_stored_profile_is_completed_in_the_copy(resuming, capsys):
 def test_a_partial_given_profile_is_used_with_a_warning(resuming, capsys):
     tmp, backend, calibrate, calls = resuming
     mine = partial_profile(tmp / "mine.json", drop=("latency",))
-    profile, name = choose(args(profile=str(mine)), tmp / "out", backend, calibrate)
+    profile, name = choose(args(profile=str(mine)), tmp / "out", backend.info, calibrate)
     err = capsys.readouterr().err
     assert calls == [] and name == str(mine) and "incomplete" in err and f"calibrate --resume -o {mine}" in err

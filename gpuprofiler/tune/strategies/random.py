@@ -12,6 +12,9 @@ class RandomOrder(Strategy):
 
     def search(self, tuner) -> None:
         order = np.random.default_rng(self.seed).permutation(len(tuner.candidates))
+        if getattr(tuner, "runner", None) is not None:  # on a cluster, as many at once as the budget allows
+            chosen = order[:tuner.budget] if tuner.budget is not None else order
+            tuner.measure_many([tuner.candidates[int(i)] for i in chosen])
         for i in order:
             if tuner.exhausted:
                 self.notes.append(f"budget reached after {tuner.measured_count} configuration(s)")

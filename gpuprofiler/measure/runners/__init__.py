@@ -1,0 +1,44 @@
+"""Runners: where the measurement work of a command runs. ``sequential`` (the default: here, one task after the
+other) or ``dask`` (a Dask distributed cluster, ``--cluster local[:N]`` or ``tcp://HOST:PORT``); each in its own
+module with :class:`base.Runner` as the contract. Dask is an optional extra, imported only by a ``--cluster`` run."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from gpuprofiler.errors import UserError
+from gpuprofiler.measure.runners.base import local_devices
+
+__all__ = ["ENV", "cluster_address", "local_devices", "open_cluster"]
+
+ENV = "GPUPROFILER_CLUSTER"
+
+
+def cluster_address(given: str | None) -> str | None:
+    """The cluster a command runs on: ``--cluster``, else ``$GPUPROFILER_CLUSTER``, else None (this process)."""
+    got = given if given is not None else os.environ.get(ENV)
+    got = (got or "").strip()
+    return got or None
+
+
+def open_cluster(address: str, device_ids: list[str] | None = None):
+    """The Dask runner of ``local`` (a worker process per device of this machine), ``local:N`` (N worker
+    processes) or a scheduler's address (``tcp://HOST:PORT``, ``tls://``...)."""
+    m = re.fullmatch(r"local(?::(\d+))?", address)
+    if m:
+        from gpuprofiler.measure.runners.dask import DaskRunner, import_distributed
+
+        import_distributed()
+        if device_ids is None:
+            device_ids = local_devices()
+        workers = int(m.group(1)) if m.group(1) else max(1, len(device_ids))
+        if not 1 <= workers <= 256:
+            raise UserError(f"--cluster {address}: from 1 to 256 local workers")
+        return DaskRunner.local(workers, device_ids)
+    if re.fullmatch(r"[a-z]+://\S+", address):
+        from gpuprofiler.measure.runners.dask import DaskRunner
+
+        return DaskRunner(address)
+    raise UserError(f"--cluster {address!r}: expected local, local:N (N worker processes on this machine) or a "
+                    f"Dask scheduler's address such as tcp://HOST:8786 (also ${ENV})")
