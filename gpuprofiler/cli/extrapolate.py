@@ -6,7 +6,18 @@ import argparse
 import json
 from pathlib import Path
 
-from gpuprofiler.cli.common import add_device, add_profile, add_timing, find_profile, int_list, policy, progress
+from gpuprofiler.cli.common import (
+    add_cluster,
+    add_device,
+    add_profile,
+    add_timing,
+    cluster_kind,
+    find_profile,
+    int_list,
+    open_runner,
+    policy,
+    progress,
+)
 from gpuprofiler.errors import UserError
 from gpuprofiler.measure.policy import SWEEP
 
@@ -27,6 +38,7 @@ def add_parser(sub) -> None:
     add_timing(p, SWEEP)
     p.add_argument("--no-check", action="store_true", help="skip the numpy reference checks")
     p.add_argument("--no-extrap", action="store_true", help="skip the Extra-P baseline even where installed")
+    add_cluster(p)
     p.set_defaults(func=run)
 
 
@@ -54,7 +66,22 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("the small sizes must all lie below the targets")
     if args.small and len(args.small) < FractalPredictor.min_sizes:
         raise UserError(f"give at least {FractalPredictor.min_sizes} small sizes")
-    backend = open_backend(args.device)
+    runner = open_runner(args)
+    if runner is not None:  # the sweep on a device of a cluster's kind (--device)
+        from types import SimpleNamespace
+
+        from gpuprofiler.device.base import DeviceInfo
+
+        try:
+            kind = cluster_kind(runner, args.device)
+        except BaseException:
+            runner.close()
+            raise
+        slot = runner.kinds()[kind][0]
+        backend = SimpleNamespace(info=DeviceInfo(**{k: v for k, v in slot.info.items()
+                                                     if k in DeviceInfo.__dataclass_fields__}), close=runner.close)
+    else:
+        backend = open_backend(args.device)
     try:
         profile = given if given is not None else find_profile(args, backend.info).profile
         if args.small:
@@ -74,19 +101,40 @@ def run(args: argparse.Namespace) -> int:
         backend.close()
         raise
     log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
+
+    def sweep_at(sizes: list[int]):
+        """The item at ``sizes``, timed together: here, or as one task on a device of the cluster's kind."""
+        if runner is None:
+            return run_sweep(backend, item, sizes, policy(args), check=not args.no_check, on_record=log.append,
+                             progress=progress, isolate=None)
+        from gpuprofiler.measure.runners.base import Task
+        from gpuprofiler.measure.storage import provenance
+        from gpuprofiler.workloads.builtin import portable
+        from gpuprofiler.workloads.sweep import from_records, item_digest, sweep_task
+
+        got: list[dict] = []
+
+        def done(task, outcome) -> None:
+            for _, records in sorted(outcome.value.items()):
+                log.append_many(records, provenance(outcome.slot.info, outcome.slot.host))
+                got.extend(records)
+            progress(f"sizes {', '.join(map(str, sizes))} measured on {outcome.slot.name} in {outcome.seconds:.1f} s")
+
+        runner.run([Task("sweep", sweep_task, (portable(path), item_digest(path, item), list(sizes), policy(args),
+                                               reaches, not args.no_check), kind=kind)], done)
+        return from_records(got)
+
     try:
         if profile is None:
             notes.append("no hardware profile of this device: the small sizes are the spec's own, and cache and "
                          "concurrency boundaries between them and the targets cannot be detected "
                          "(`gpuprofiler calibrate --quick` makes one)")
-        sweep = run_sweep(backend, item, small, policy(args), check=not args.no_check, on_record=log.append,
-                          progress=progress, isolate=None)
+        sweep = sweep_at(small)
         checks = {}
         if args.check:
             for t in targets:
                 progress(f"--check: measuring target {t}")
-                checks[t] = run_sweep(backend, item, [t], policy(args), check=not args.no_check,
-                                      on_record=log.append, progress=progress, isolate=None)
+                checks[t] = sweep_at([t])
     except KeyboardInterrupt:
         progress(f"interrupted: measurements so far are kept in {log.path}")
         return 130
