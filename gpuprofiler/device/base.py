@@ -152,6 +152,13 @@ class Backend(abc.ABC):
     def close(self) -> None:
         """Release the device context."""
 
+    def bind_thread(self) -> None:
+        """Make the device usable from the calling thread (CUDA: its context current there); a no-op where any
+        thread may use it."""
+
+    def unbind_thread(self) -> None:
+        """Undo :meth:`bind_thread` on the calling thread, when a task on it ends."""
+
     def __enter__(self):
         return self
 

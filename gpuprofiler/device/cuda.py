@@ -134,6 +134,24 @@ class CUDABackend(Backend):
         # pycuda aborts the interpreter if a context is still pushed when it unloads
         atexit.register(self.close)
 
+    def bind_thread(self) -> None:
+        """Make this backend's context current on the calling thread: a worker's pool may run a task on another
+        thread than the one that opened the device."""
+        if self.context is None:
+            return
+        current = cuda.Context.get_current()
+        if current is None or current.handle != self.context.handle:
+            self.context.push()
+
+    def unbind_thread(self) -> None:
+        """Take this backend's context off the calling thread's stack (a task ends on a pool's thread: a context
+        left pushed there makes pycuda abort the process at exit)."""
+        if self.context is None:
+            return
+        current = cuda.Context.get_current()
+        if current is not None and current.handle == self.context.handle:
+            cuda.Context.pop()
+
     def _timed(self, action) -> CUDAEvent:
         start, end = cuda.Event(), cuda.Event()
         start.record()
@@ -295,6 +313,9 @@ class CUDABackend(Backend):
         context, self.context = self.context, None
         atexit.unregister(self.close)
         try:
+            current = cuda.Context.get_current()
+            if current is None or current.handle != context.handle:  # pushed on another thread (a worker's pool)
+                context.push()
             context.pop()
             context.detach()
         except Exception:  # noqa: BLE001 - closing a context that is already gone

@@ -109,3 +109,67 @@ def test_cuda_event_spans_count_from_the_backends_origin(cuda_module):
     assert event.seconds() == pytest.approx(0.5e-3)
     assert event.span_ns() == (2_500_000, 3_000_000)
     assert cuda_module.CUDAEvent(FakeEvent(1.0), FakeEvent(2.0)).span_ns() is None
+
+
+class FakeContext:
+    """pycuda's context stack, one per thread, as the driver keeps it."""
+
+    local = None
+
+    def __init__(self, handle):
+        self.handle, self.detached = handle, False
+
+    def push(self):
+        FakeContext.stack().append(self)
+
+    @staticmethod
+    def pop():
+        FakeContext.stack().pop()
+
+    def detach(self):
+        self.detached = True
+
+    @staticmethod
+    def stack():
+        if not hasattr(FakeContext.local, "stack"):
+            FakeContext.local.stack = []
+        return FakeContext.local.stack
+
+    @staticmethod
+    def get_current():
+        s = FakeContext.stack()
+        return FakeContext(s[-1].handle) if s else None  # pycuda hands out a new wrapper each time
+
+
+def test_a_backend_bound_on_a_pool_thread_is_let_go_there_and_closes_from_another(cuda_module, monkeypatch):
+    """A Dask worker runs tasks on its pool's thread: the context is made current there for the task and taken off
+    that thread's stack when it ends (a context left there makes pycuda abort the process at exit); closing from
+    the main thread then pushes it there to pop and detach it."""
+    import threading
+
+    from gpuprofiler.measure.runners import base
+
+    FakeContext.local = threading.local()
+    monkeypatch.setattr(cuda_module.cuda, "Context", FakeContext, raising=False)
+    backend = object.__new__(cuda_module.CUDABackend)
+    backend.context = FakeContext(7)
+    monkeypatch.setitem(base._backends, "cuda:5", backend)
+    seen = []
+
+    def task(ctx):
+        ctx.backend()
+        ctx.backend()  # a second use on the same thread pushes nothing more
+        seen.append([c.handle for c in FakeContext.stack()])
+        return "done"
+
+    out = []
+    worker = threading.Thread(target=lambda: out.append((base.execute(task, "cuda:5@gpu0", False, ()),
+                                                         list(FakeContext.stack()))))
+    worker.start()
+    worker.join()
+    (value, _, start, end), left = out[0]
+    assert value == "done" and seen == [[7]] and left == [] and start <= end
+    assert FakeContext.stack() == []  # the main thread never had it
+    context = backend.context
+    cuda_module.CUDABackend.close(backend)
+    assert context.detached and FakeContext.stack() == [] and backend.context is None

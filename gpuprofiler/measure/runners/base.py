@@ -93,9 +93,23 @@ class Context:
         self.isolate = isolate
         self._emit = emit
         self._backend = backend
+        self._bound: list[Backend] = []
 
     def backend(self) -> Backend:
-        return self._backend if self._backend is not None else process_backend(self.device_id)
+        if self._backend is not None:
+            return self._backend
+        backend = process_backend(self.device_id)
+        bind = getattr(backend, "bind_thread", None)  # a registered scheme's backend may not subclass Backend
+        if bind is not None:
+            bind()
+            self._bound.append(backend)
+        return backend
+
+    def release(self) -> None:
+        """The task is over: the devices it bound to this thread let go of it (a CUDA context left pushed on a
+        pool's thread makes pycuda abort the worker process at exit)."""
+        while self._bound:
+            self._bound.pop().unbind_thread()
 
     def emit(self, partial: Any) -> None:
         if self._emit is not None:
@@ -133,8 +147,12 @@ def execute(fn: Callable[..., Any], resource: str, isolate: bool | None, args: t
     start and end (time.time) of the run."""
     ctx = Context(resource, isolate)
     start = time.time()
-    value = fn(ctx, *args)
-    return value, platform.node(), start, time.time()
+    try:
+        value = fn(ctx, *args)
+        end = time.time()  # what releasing the device costs counts as the runner's overhead, not the task's time
+    finally:
+        ctx.release()
+    return value, platform.node(), start, end
 
 
 def local_devices() -> list[str]:
