@@ -15,6 +15,7 @@ import os
 import platform
 import shlex
 import sys
+import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -129,21 +130,29 @@ class MeasurementLog:
 class KeyedLog:
     """A measurement log of keyed groups: each group of records (a device's measurements of one spec at one size)
     is appended whole under its key (``store_key``) and never twice, so a rerun, or a task retried after its worker
-    died, skips what is stored. Only a 16-byte digest per key stays in memory, whatever the records weigh."""
+    died, skips what is stored. A group counts as stored only when all its lines are (``store_group`` and
+    ``store_group_size`` on each: a write cut short by a crash leaves a group a rerun measures again). Only a 16-byte
+    digest per key stays in memory, whatever the records weigh."""
 
     def __init__(self, path: Path, device: DeviceInfo | dict[str, Any]):
         self.log = MeasurementLog(path, device)
         self.keys: set[bytes] = set()
         self.records = 0
         if self.log.path.exists():
+            seen: dict[tuple[str, str], list[int]] = {}
             with open(self.log.path, "rb") as fh:
                 for line in fh:
+                    if not line.endswith(b"\n"):  # a torn last line: cut before the next append
+                        continue
                     try:
-                        key = json.loads(line).get("store_key")
+                        r = json.loads(line)
+                        key, group, size = r.get("store_key"), r.get("store_group"), r.get("store_group_size")
                     except (json.JSONDecodeError, RecursionError, AttributeError):
                         continue
-                    if isinstance(key, str):
-                        self.keys.add(_digest(key))
+                    if isinstance(key, str) and isinstance(group, str) and isinstance(size, int):
+                        got = seen.setdefault((key, group), [0, size])
+                        got[0] += 1
+            self.keys = {_digest(k) for (k, _), (n, size) in seen.items() if n == size}
         self.stored = len(self.keys)
 
     def __contains__(self, key: str) -> bool:
@@ -155,15 +164,23 @@ class KeyedLog:
         return bool(self.put_many([(key, records)], meta))
 
     def put_many(self, groups: list[tuple[str, list[dict[str, Any]]]], meta: dict[str, Any] | None = None) -> int:
-        """Several groups (a task's sizes) in one write and one fsync, those stored already left out; how many
-        were written."""
-        new = [(k, _digest(k), recs) for k, recs in groups]
-        new = [g for i, g in enumerate(new) if g[1] not in self.keys and g[1] not in {d for _, d, _ in new[:i]}]
+        """Several groups (a task's sizes) in one write and one fsync, those stored already (and empty ones) left
+        out; how many were written."""
+        new, digests = [], set()
+        for key, recs in groups:
+            d = _digest(key)
+            if recs and d not in self.keys and d not in digests:
+                digests.add(d)
+                new.append((key, recs))
         if not new:
             return 0
-        self.log.append_many([{**r, "store_key": k} for k, _, recs in new for r in recs], meta)
-        self.keys.update(d for _, d, _ in new)
-        self.records += sum(len(recs) for _, _, recs in new)
+        lines = []
+        for key, recs in new:
+            group = uuid.uuid4().hex[:16]
+            lines += [{**r, "store_key": key, "store_group": group, "store_group_size": len(recs)} for r in recs]
+        self.log.append_many(lines, meta)
+        self.keys |= digests
+        self.records += len(lines)
         return len(new)
 
 

@@ -3,8 +3,9 @@ deviation from it; a device whose figure lies far outside its siblings' (beyond 
 kind's robust spread) is an outlier.
 
 The spread of a kind is robust (1.4826 x the median absolute deviation, so that the outlier itself cannot widen
-it), and never taken narrower than the devices' own intervals: a figure measured to +-2% does not make a device
-that is 2.5% off an outlier however alike the others happen to be.
+it), and never taken narrower than the devices' own intervals, nor than half a percent: a figure measured to +-2%
+does not make a device that is 2.5% off an outlier however alike the others happen to be, and a figure most devices
+report identically (a clock) does not make the one that differs by 0.1% one.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ FIGURES: dict[str, int] = {
 }
 MIN_DEVICES = 3  # fewer devices of a kind: no median to stand out from
 THRESHOLD = 4.0  # robust standard deviations
+FLOOR = 0.005  # the narrowest spread taken: figures alike to within half a percent (a clock all report the same)
 
 
 @dataclass
@@ -112,7 +114,7 @@ def compare(devices: list[Device], threshold: float = THRESHOLD) -> list[dict[st
             floor = float(np.median(halfs)) if halfs else 0.0
             for (d, f), dev in zip(have, rel):
                 own = (f.high - f.low) / 2 / median if f.low is not None and f.high is not None else 0.0
-                scale = max(spread, floor, own, 1e-12)
+                scale = max(spread, floor, own, FLOOR)
                 inside = f.low is not None and f.high is not None and f.low <= median <= f.high
                 score = abs(float(dev)) / scale
                 direction = FIGURES.get(key, 1 if key.endswith("_s") else -1)

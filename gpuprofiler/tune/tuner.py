@@ -207,9 +207,14 @@ class Tuner:
         todo = {self._key(c, stage, size): c for c in configs if self._key(c, stage, size) not in self.store.found}
         tasks = [Task(key, tune_task, (self.spec, size, config, policy, stage == "target"), kind=self.kind,
                       label=f"{config_key(config)} at {size}") for key, config in todo.items()]
+        def failed(failure) -> None:  # its worker died each try (a crashing configuration): stored as failed
+            self._stored(failure.task.key, todo[failure.task.key], size, stage,
+                         {"kind": "tune", "kernel": self.spec.name, "size": int(size), "tune_status": "failed",
+                          "reason": str(failure.error)[:500], "error": type(failure.error).__name__}, 0.0)
+
         self.runner.run(tasks, lambda task, outcome: self._stored(task.key, todo[task.key], size, stage,
                                                                   {**outcome.value, "tune_device": outcome.slot.name},
-                                                                  outcome.seconds))
+                                                                  outcome.seconds), failed)
 
     def measure_many(self, configs: list[dict[str, Any]]) -> list[Result]:
         """Each configuration at the target size: on a cluster all at once over its devices, else one by one."""

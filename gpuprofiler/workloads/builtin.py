@@ -49,11 +49,13 @@ def resolve(target: str) -> Path:
 def portable(path: Path) -> tuple[str, str]:
     """How another machine finds ``path``: a builtin by its place in ``kernels/`` (wherever the package is
     installed there), else the file's absolute path (a shared file system)."""
-    path = Path(path).resolve()
-    try:
-        return ("builtin", path.relative_to(kernels_dir().resolve()).as_posix())
-    except ValueError:
-        return ("file", str(path))
+    path = Path(path).absolute()  # symbolic links kept: an item's sources are found next to the link
+    for base in (kernels_dir().absolute(), kernels_dir().resolve()):
+        try:
+            return ("builtin", path.relative_to(base).as_posix())
+        except ValueError:
+            continue
+    return ("file", str(path))
 
 
 def located(ref: tuple[str, str]) -> Path:

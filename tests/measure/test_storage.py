@@ -50,3 +50,24 @@ def test_json_ready_takes_what_json_cannot():
                    "3": "key"}
     assert json_ready(2**70) == float(2**70)
     json.dumps(got, allow_nan=False)
+
+
+def test_keyed_log_writes_a_group_once_and_counts_only_whole_groups(tmp_path):
+    from gpuprofiler.device.base import DeviceInfo
+    from gpuprofiler.measure.storage import KeyedLog
+
+    info = DeviceInfo("x:0", "x", "X", "v", "gpu", 1, 1.0, 1, 1, 1, "d")
+    path = tmp_path / "k.jsonl"
+    log = KeyedLog(path, info)
+    assert log.put_many([("a", [{"i": 0}, {"i": 1}]), ("b", [{"i": 2}]), ("a", [{"i": 9}]), ("c", [])]) == 2
+    assert not log.put("a", [{"i": 3}]) and "a" in log and "c" not in log and log.records == 3
+    again = KeyedLog(path, info)
+    assert again.stored == 2 and "a" in again and "b" in again
+    # a write cut short after the first line of a group: the group is not stored, a rerun writes it whole
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(lines[0] + lines[2])  # group a lost its second line
+    cut = KeyedLog(path, info)
+    assert "a" not in cut and "b" in cut
+    assert cut.put("a", [{"i": 0}, {"i": 1}])
+    path.write_bytes(path.read_bytes() + b'{"store_key": "d", "store_group": "g", "store_group_size": 1}')  # torn
+    assert "d" not in KeyedLog(path, info) and KeyedLog(path, info).stored == 2

@@ -36,9 +36,9 @@ def open_cluster(address: str, device_ids: list[str] | None = None):
         if not 1 <= workers <= 256:
             raise UserError(f"--cluster {address}: from 1 to 256 local workers")
         return DaskRunner.local(workers, device_ids)
-    if re.fullmatch(r"[a-z]+://\S+", address):
+    if re.fullmatch(r"(?:tcp|tls|ws|wss|ucx|inproc)://\S+", address):
         from gpuprofiler.measure.runners.dask import DaskRunner
 
         return DaskRunner(address)
     raise UserError(f"--cluster {address!r}: expected local, local:N (N worker processes on this machine) or a "
-                    f"Dask scheduler's address such as tcp://HOST:8786 (also ${ENV})")
+                    f"Dask scheduler's address such as tcp://HOST:8786 (tls://, ws://, ucx:// too; also ${ENV})")

@@ -9,15 +9,17 @@ task dies, the scheduler runs it again on another worker that holds such a devic
 cluster), up to ``distributed.scheduler.allowed-failures`` times; then it is reported failed. Results come back to
 the client, which alone stores them: a task that died left nothing behind.
 
-At most ``window`` tasks are submitted at once (twice the devices by default), so a run of a million tasks holds
-a bounded number of futures on the client and the scheduler.
+A task is submitted when a device it may use has room (two per device: one running, one waiting on its worker), so a
+run of a million tasks holds a bounded number of futures on the client and the scheduler (``window`` lowers it
+further). A task that waited on a worker behind one that took the worker down is tried once more alone before it is
+called failed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import copy
-import itertools
 import logging
 import platform
 import uuid
@@ -88,7 +90,7 @@ class DaskRunner(Runner):
         if client is None:
             try:
                 client = distributed.Client(address, timeout="20s")
-            except OSError as exc:
+            except (OSError, ValueError, TimeoutError) as exc:
                 raise UserError(f"--cluster {address}: no Dask scheduler answered ({exc}); start one with "
                                 f"`dask scheduler` and workers with `dask worker {address} --resources "
                                 f"\"cuda:0=1\"`") from None
@@ -97,7 +99,6 @@ class DaskRunner(Runner):
         self.window = window
         self.what = what or address or "a Dask cluster"
         self._slots: list[Slot] | None = None
-        self._turn: dict[str, itertools.count] = collections.defaultdict(itertools.count)
 
     @classmethod
     def local(cls, workers: int, device_ids: list[str] | None = None, processes: bool = True,
@@ -112,14 +113,23 @@ class DaskRunner(Runner):
             raise UserError("--cluster local: this machine has no device (see `gpuprofiler devices`)")
         cluster = distributed.LocalCluster(n_workers=0, processes=processes, threads_per_worker=1,
                                            dashboard_address=":0", silence_logs=logging.ERROR)
-        for i in range(workers):
-            mine = device_ids[i::workers]
-            spec = copy.deepcopy(cluster.new_spec)
-            spec["options"].update(resources={d: 1 for d in mine}, nthreads=max(1, len(mine)))
-            cluster.worker_spec[i] = spec
-        cluster.scale(workers)
-        client = distributed.Client(cluster)
-        client.wait_for_workers(workers, timeout=120)
+        client = None
+        try:
+            for i in range(workers):
+                mine = device_ids[i::workers]
+                spec = copy.deepcopy(cluster.new_spec)
+                spec["options"].update(resources={d: 1 for d in mine}, nthreads=max(1, len(mine)))
+                cluster.worker_spec[i] = spec
+            cluster.scale(workers)
+            client = distributed.Client(cluster)
+            client.wait_for_workers(workers, timeout=120)
+        except BaseException as exc:
+            if client is not None:
+                client.close()
+            cluster.close()
+            if isinstance(exc, (TimeoutError, OSError)):
+                raise DeviceError(f"the local Dask cluster did not start: {type(exc).__name__}: {exc}") from None
+            raise
         return cls(client=client, window=window, cluster=cluster,
                    what=f"a local Dask cluster of {workers} worker process(es)")
 
@@ -135,7 +145,12 @@ class DaskRunner(Runner):
         from distributed.comm import get_address_host
 
         slots, problems, seen = [], [], {}
-        for address, got in sorted(self.client.run(_describe).items()):
+        try:
+            described = self.client.run(_describe)
+        except Exception as exc:  # noqa: BLE001 - a worker that cannot describe itself (no gpuprofiler there?)
+            raise DeviceError(f"{self.what}: asking the workers for their devices failed ({type(exc).__name__}: "
+                              f"{exc}); each worker needs gpuprofiler installed") from None
+        for address, got in sorted(described.items()):
             ip = get_address_host(address)
             for resource, info in sorted(got["devices"].items()):
                 if "problem" in info:
@@ -155,71 +170,133 @@ class DaskRunner(Runner):
                             f"resource, e.g. `dask worker ADDRESS --resources \"cuda:0=1\"` (see the README)")
         return slots
 
-    def _submit(self, task: Task):
+    def _choices(self, task: Task) -> list[tuple[str, list[str], int]]:
+        """Where ``task`` may run: (resource, the hosts that hold it, how many devices that is)."""
         if task.slot is not None:
-            resource, ips = task.slot.resource, [task.slot.ip]
-        else:
-            kind = self.kinds().get(task.kind or "")
-            if not kind:
-                raise TaskFailed(task, UserError(f"no device of the kind {task.kind} in {self.what} (it has: "
-                                                 f"{', '.join(self.kinds())})"))
-            names = sorted({s.resource for s in kind})
-            resource = names[next(self._turn[task.kind]) % len(names)]
-            ips = sorted({s.ip for s in kind if s.resource == resource})
-        return self.client.submit(_run_there, task.fn, resource, task.args, resources={resource: 1}, workers=ips,
-                                  allow_other_workers=False, pure=False, key=f"gpuprofiler-{uuid.uuid4().hex}")
+            if task.slot not in self.slots():
+                raise TaskFailed(task, UserError(f"{task.slot.name} is not a device of {self.what}"))
+            return [(task.slot.resource, [task.slot.ip], 1)]
+        kind = self.kinds().get(task.kind or "")
+        if not kind:
+            raise TaskFailed(task, UserError(f"no device of the kind {task.kind} in {self.what} (it has: "
+                                             f"{', '.join(self.kinds())})"))
+        out = []
+        for name in sorted({s.resource for s in kind}):
+            ips = sorted({s.ip for s in kind if s.resource == name})
+            out.append((name, ips, len(ips)))
+        return out
 
     def run(self, tasks: Iterable[Task], on_done: OnDone, on_failed: OnFailed = raise_failure,
             on_partial=None) -> None:
+        """Each task submitted when a device it may use has room, on the least loaded of its resources: two per
+        device, one running and the next waiting on its worker, so the device does not idle while a result travels
+        back. A task whose worker died each time it was tried is tried once more alone on its device (it may only
+        have waited behind the task that took the worker down); dying alone too, it goes to ``on_failed``, as does a
+        task that fails. Each result goes to ``on_done`` as it arrives."""
         from distributed import as_completed
         from distributed.scheduler import KilledWorker
 
         by_place = {(s.ip, s.resource): s for s in self.slots()}
-        window = self.window or max(4, 2 * len(by_place))
+        devices = collections.Counter(r for _, r in by_place)
+        depth = 2  # tasks per device: one running, one waiting
+        limit = self.window or depth * len(by_place)  # tasks in flight at most
+        load: collections.Counter[str] = collections.Counter()
+        alone: set[str] = set()  # resources running a task alone
+        held: set[str] = set()  # resources kept free for a task waiting to run alone
+        retried: dict[int, str] = {}  # tasks given their try alone (by id): the resource they died on
         given = iter(tasks)
         added: collections.deque[Task] = collections.deque()
-        inflight: dict[Any, Task] = {}
+        waiting: collections.deque[Task] = collections.deque()  # no room for them yet
+        inflight: dict[Any, tuple[Task, str]] = {}
         done = as_completed()
 
+        def submit(task: Task) -> bool:
+            """Submitted (or failed at once): True; no room for it now: False."""
+            try:
+                choices = self._choices(task)
+            except TaskFailed as failure:
+                on_failed(failure)
+                return True
+            solo = id(task) in retried
+            if solo:
+                choices = [c for c in choices if c[0] == retried[id(task)]]
+            free = [(depth * devices[r] - load[r], r, ips) for r, ips, _ in choices
+                    if r not in alone and (load[r] == 0 if solo else r not in held and load[r] < depth * devices[r])]
+            if task.slot is not None:
+                free = [c for c in free if sum(t.slot == task.slot for t, _ in inflight.values()) < (1 if solo else
+                                                                                                   depth)]
+            if not free or len(inflight) >= limit:
+                return False
+            _, resource, ips = max(free)
+            future = self.client.submit(_run_there, task.fn, resource, task.args, resources={resource: 1},
+                                        workers=ips, allow_other_workers=False, pure=False,
+                                        key=f"gpuprofiler-{uuid.uuid4().hex}")
+            load[resource] += 1
+            if solo:
+                alone.add(resource)
+                held.discard(resource)
+            inflight[future] = (task, resource)
+            done.add(future)
+            return True
+
         def fill() -> None:
-            while len(inflight) < window:
+            for _ in range(len(waiting)):
+                task = waiting.popleft()
+                if not submit(task):
+                    waiting.append(task)
+            while len(waiting) < len(by_place) and len(inflight) < limit:
                 task = added.popleft() if added else next(given, None)
                 if task is None:
                     return
-                try:
-                    future = self._submit(task)
-                except TaskFailed as failure:
-                    on_failed(failure)
-                    continue
-                inflight[future] = task
-                done.add(future)
+                if not submit(task):
+                    waiting.append(task)
+
+        def slot_of(task: Task, resource: str, ip: str) -> Slot:
+            got = task.slot or by_place.get((ip, resource))
+            if got is None:  # a worker that joined after the run began: described by its kind's first device
+                first = self.kinds()[task.kind][0]
+                got = Slot(ip, ip, ip, resource, first.info)
+            return got
 
         try:
             fill()
-            for future in done:
-                task = inflight.pop(future)
+            while inflight:
+                future = next(done)
+                task, resource = inflight.pop(future)
+                load[resource] -= 1
+                if id(task) in retried:
+                    alone.discard(resource)
                 try:
                     value, ip, start, end = future.result()
                 except KilledWorker:
                     future.release()
-                    on_failed(TaskFailed(task, DeviceError(
-                        f"{task.label or task.key}: the worker process running it died each time it was tried (a "
-                        f"device runtime crash, or the process was killed); nothing of it was stored")))
-                    fill()
-                    continue
+                    if id(task) not in retried:  # once more, alone on its device (nothing new goes there meanwhile)
+                        retried[id(task)] = resource
+                        held.add(resource)
+                        waiting.appendleft(task)
+                        fill()
+                        continue
+                    failure = TaskFailed(task, DeviceError(
+                        f"{task.label or task.key}: the worker process running it died each time it was tried, the "
+                        f"last time with nothing else on its device (a device runtime crash, or the process was "
+                        f"killed); nothing of it was stored"))
                 except GpuProfilerError as exc:
-                    future.release()
-                    on_failed(TaskFailed(task, exc))
-                    fill()
-                    continue
-                resource = task.slot.resource if task.slot is not None else None
-                slot = task.slot or next((s for (i, r), s in by_place.items() if i == ip and (resource is None or
-                                          r == resource) and s.kind == task.kind), None)
+                    failure = TaskFailed(task, exc)
+                except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - the cluster's, said as a failure
+                    failure = TaskFailed(task, DeviceError(f"{task.label or task.key}: {type(exc).__name__}: {exc}"))
+                else:
+                    failure = None
                 future.release()
-                more = on_done(task, Outcome(value, slot, end - start))
-                if more:
-                    added.extend(more)
+                if failure is not None:
+                    on_failed(failure)
+                else:
+                    more = on_done(task, Outcome(value, slot_of(task, resource, ip), end - start))
+                    if more:
+                        added.extend(more)
                 fill()
+            for task in [*waiting, *added, *given]:  # nothing in flight and these not placed: no device for them
+                on_failed(TaskFailed(task, DeviceError(f"{task.label or task.key}: no device of the cluster is left "
+                                                       f"to run it")))
         except BaseException:
             for future in inflight:
                 future.cancel()

@@ -52,8 +52,9 @@ def test_cluster_without_dask_says_how_to_install(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.jsonl")], capture_output=True, text=True,
                        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 2 and "pip install 'gpuprofiler[dask]'" in r.stderr and "Traceback" not in r.stderr
-    r = run_cli("validate", "--cluster", "ftp:/nowhere", "-o", tmp_path / "o")
-    assert r.returncode == 2 and "expected local, local:N" in r.stderr
+    for bad in ("ftp://nowhere", "local:0", "tcp:/x"):
+        r = run_cli("validate", "--cluster", bad, "-o", tmp_path / "o")
+        assert r.returncode == 2 and "--cluster" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +131,29 @@ def test_fleet_store_holds_1e5_records_with_bounded_client_memory(fleet, tmp_pat
           f"{late / 2**20:.1f} MiB in the second half")
     again = KeyedLog(tmp_path / "m.jsonl", fleet.slots()[0].info)
     assert again.stored == tasks * per_task and not again.put("t0|0", [{"x": 1}])
+
+
+def _where(ctx):
+    return ctx.resource
+
+
+def _broken(ctx):
+    raise ValueError("a bug in a task")
+
+
+def test_tasks_of_a_kind_spread_over_its_devices_and_each_result_names_where_it_ran(fleet):
+    kind = fleet.slots()[0].kind
+    got = []
+    fleet.run([Task(f"w{i}", _where, kind=kind) for i in range(64)], lambda t, o: got.append((o.value, o.slot)))
+    assert len(got) == 64 and all(slot.resource == ran and slot.kind == kind for ran, slot in got)
+    assert len({slot for _, slot in got}) > 8  # not all on one device
+    failures = []
+    fleet.run([Task("b", _broken, kind=kind), Task("w", _where, kind=kind)], lambda t, o: got.append(o.value),
+              failures.append)
+    assert len(failures) == 1 and "ValueError: a bug in a task" in str(failures[0].error)
+    assert type(failures[0].error).__name__ == "DeviceError" and len(got) == 65
+    with pytest.raises(Exception, match="no device of the kind"):
+        fleet.run([Task("n", _where, kind="no-such-kind")], lambda t, o: None)
 
 
 def _sleep_task(ctx, seconds: float) -> float:
@@ -242,7 +266,15 @@ def test_a_worker_killed_mid_run_leaves_each_size_stored_once(tmp_path, pocl):
                          spec_sizes=True)
     finally:
         watcher.join(timeout=5)
-        after = _device_worker_pid(runner)
+        deadline = time.time() + 60
+        while True:  # the restarted worker (it may still be starting)
+            try:
+                after = _device_worker_pid(runner)
+                break
+            except (ValueError, KeyError):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.2)
         runner.close()
     assert killed and killed[0] != after  # the worker was killed, and a new one finished the run
     stored = read_records(log)
@@ -268,7 +300,6 @@ def test_a_task_that_kills_every_worker_is_reported_failed(pocl):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
         runner = DaskRunner.local(1, [pocl_id()])
-    runner.window = 1  # the next task goes to the worker once this one has ended: the dying task alone is blamed
     failures, done = [], []
     try:
         kind = runner.slots()[0].kind
@@ -278,4 +309,20 @@ def test_a_task_that_kills_every_worker_is_reported_failed(pocl):
         runner.close()
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert done == [pocl_id()]
-    assert len(failures) == 1 and "died each time it was tried" in str(failures[0].error)
+    # the task queued behind the dying one was blamed too, tried again alone and ran; the dying one, alone, died
+    assert len(failures) == 1 and failures[0].task.key == "die" and "died each time" in str(failures[0].error)
+
+
+@pytest.mark.slow
+@pytest.mark.pocl
+def test_tune_on_a_local_cluster_measures_each_configuration_once(tmp_path, pocl):
+    args = ("tune", "spmv_sell", "--space", "S=8,16;Nt=64,128", "--matrix", "poisson2d", "--size", "262144",
+            "--cluster", "local:1", "--seconds", "0.1", "--json", "-o", tmp_path / "t")
+    r = run_cli(*args)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["measured"] == 4 and [row["status"] for row in got["rows"]] == ["ok"] * 4
+    stored = read_records(tmp_path / "t" / "tune.jsonl")
+    assert len(stored) == 4 and all(x["tune_device"].endswith(pocl_id()) for x in stored)
+    r = run_cli(*args)
+    assert r.returncode == 0 and "(4 stored)" in r.stderr and len(read_records(tmp_path / "t" / "tune.jsonl")) == 4
