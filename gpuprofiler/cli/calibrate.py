@@ -92,7 +92,7 @@ def _on_cluster(args: argparse.Namespace, only: tuple[str, ...], runner) -> int:
         kind = cluster_kind(runner, args.device)
         slot = next(s for s in runner.slots() if s.kind == kind and args.device in (None, kind, s.device_id,
                                                                                     s.resource, s.name))
-        info = DeviceInfo(**{k: v for k, v in slot.info.items() if k in DeviceInfo.__dataclass_fields__})
+        info = DeviceInfo.from_dict(slot.info)
         out = Path(args.output) if args.output else stored_profile_path(info)
         resume = None
         if args.resume:

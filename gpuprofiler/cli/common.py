@@ -161,6 +161,21 @@ def open_runner(args: argparse.Namespace):
     return runner
 
 
+def cluster_device(runner, device: str | None):
+    """The kind a cluster run measures on (:func:`cluster_kind`) and a stand-in for a backend of it: the kind's
+    description (``info``) and ``close``, which gives the cluster back (it is closed here on a bad ``--device``)."""
+    from types import SimpleNamespace
+
+    from gpuprofiler.device.base import DeviceInfo
+
+    try:
+        kind = cluster_kind(runner, device)
+    except BaseException:
+        runner.close()
+        raise
+    return kind, SimpleNamespace(info=DeviceInfo.from_dict(runner.kinds()[kind][0].info), close=runner.close)
+
+
 def cluster_kind(runner, device: str | None) -> str:
     """The kind of device a cluster run measures on: that of ``--device`` (a device id, a worker's ``HOST/ID`` or a
     kind's slug), else the cluster's only kind."""

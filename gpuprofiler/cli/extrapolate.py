@@ -11,7 +11,7 @@ from gpuprofiler.cli.common import (
     add_device,
     add_profile,
     add_timing,
-    cluster_kind,
+    cluster_device,
     find_profile,
     int_list,
     open_runner,
@@ -68,18 +68,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"give at least {FractalPredictor.min_sizes} small sizes")
     runner = open_runner(args)
     if runner is not None:  # the sweep on a device of a cluster's kind (--device)
-        from types import SimpleNamespace
-
-        from gpuprofiler.device.base import DeviceInfo
-
-        try:
-            kind = cluster_kind(runner, args.device)
-        except BaseException:
-            runner.close()
-            raise
-        slot = runner.kinds()[kind][0]
-        backend = SimpleNamespace(info=DeviceInfo(**{k: v for k, v in slot.info.items()
-                                                     if k in DeviceInfo.__dataclass_fields__}), close=runner.close)
+        kind, backend = cluster_device(runner, args.device)
     else:
         backend = open_backend(args.device)
     try:

@@ -11,7 +11,7 @@ from gpuprofiler.cli.common import (
     add_cluster,
     add_device,
     add_timing,
-    cluster_kind,
+    cluster_device,
     find_profile,
     open_runner,
     policy,
@@ -94,19 +94,8 @@ def run(args: argparse.Namespace) -> int:
     timing = policy(args)
     runner = open_runner(args)
     kind = None
-    if runner is not None:
-        from types import SimpleNamespace
-
-        from gpuprofiler.device.base import DeviceInfo
-
-        try:
-            kind = cluster_kind(runner, args.device)
-        except BaseException:
-            runner.close()
-            raise
-        slot = runner.kinds()[kind][0]
-        info = DeviceInfo(**{k: v for k, v in slot.info.items() if k in DeviceInfo.__dataclass_fields__})
-        backend = SimpleNamespace(info=info, close=runner.close)  # the kind's description; the runner measures
+    if runner is not None:  # the kind's description stands for the backend; the runner measures
+        kind, backend = cluster_device(runner, args.device)
     else:
         backend = open_backend(args.device)
     matrix = Path(spec.matrix["source"]).stem if spec.matrix else "none"

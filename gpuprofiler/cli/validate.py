@@ -38,7 +38,6 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from gpuprofiler.calibrate.driver import calibrate
     from gpuprofiler.device import open_backend
-    from gpuprofiler.profile.hardware import view
     from gpuprofiler.validate import suite
 
     models = suite.check_models(args.models)
@@ -47,20 +46,45 @@ def run(args: argparse.Namespace) -> int:
     if args.replay:
         return _replay(args, models, outdir)
     runner = open_runner(args)
-    if runner is not None:
-        return _on_cluster(args, models, outdir, runner)
+    if runner is not None:  # the suite on the cluster's devices of one kind, the profile calibrated on one of them
+        from gpuprofiler.calibrate.fleet import calibrate_slot
+        from gpuprofiler.device.base import DeviceInfo
+
+        try:
+            kind = cluster_kind(runner, args.device)
+        except BaseException:
+            runner.close()
+            raise
+        slots = runner.kinds()[kind]
+        hosts = sorted({s.name for s in slots})
+        where = [f"measured on {len(hosts)} device(s) of a Dask cluster ({', '.join(hosts[:6])}"
+                 f"{', ...' if len(hosts) > 6 else ''}): each record names the device and host that measured it"]
+        return _measure(args, models, outdir, runner, DeviceInfo.from_dict(slots[0].info), f"kind:{kind}",
+                        lambda out, **kw: calibrate_slot(runner, slots[0], out, say=progress, **kw), runner.close,
+                        where, kind)
     backend = open_backend(args.device)
+    return _measure(args, models, outdir, backend, backend.info, backend.info.id,
+                    lambda out, **kw: calibrate(backend, out, progress=progress, **kw), backend.close)
+
+
+def _measure(args: argparse.Namespace, models: list[str], outdir: Path, where_to, info, device_id: str, calibrate,
+             close, notes: list[str] | None = None, kind: str | None = None) -> int:
+    """The profile chosen (or calibrated with ``calibrate``), the suite measured through ``where_to`` (a backend,
+    or a cluster's runner on devices of ``kind``) and predicted, the report written; ``close`` gives the device or
+    cluster back once the measuring is over."""
+    from gpuprofiler.profile.hardware import view
+    from gpuprofiler.validate import suite
+
     try:
-        profile, profile_name = choose(args, outdir, backend.info,
-                                       lambda out, **kw: calibrate(backend, out, progress=progress, **kw))
+        profile, profile_name = choose(args, outdir, info, calibrate)
         described = view(profile).name
-        mismatch = (f"the profile describes {described}; the measurements are of {backend.info.name}"
-                    if described != backend.info.name else None)
+        mismatch = (f"the profile describes {described}; the measurements are of {info.name}"
+                    if described != info.name else None)
         if mismatch:
             progress(f"note: {mismatch}")
         try:
-            results = suite.run(backend, args.suite, outdir, profile, models, args.quick, args.fresh, progress,
-                                args.items, spec_sizes=args.spec_sizes, isolate=None)
+            results = suite.run(where_to, args.suite, outdir, profile, models, args.quick, args.fresh, progress,
+                                args.items, spec_sizes=args.spec_sizes, isolate=None, kind=kind)
         except KeyboardInterrupt:
             progress(f"interrupted: finished measurements are kept in {outdir / 'measurements.jsonl'}; rerun to resume")
             return 130
@@ -69,51 +93,13 @@ def run(args: argparse.Namespace) -> int:
                      "leaves out an item that crashes the device)")
             raise
     finally:
-        backend.close()
+        close()
     reused = sum(res.reused for res in results)
-    notes = [f"{reused} of {sum(res.measurements for res in results)} measurement(s) reused from an earlier run "
-             "(see the command in each record of measurements.jsonl)" if reused else
-             "every measurement taken by this run"] + ([mismatch] if mismatch else [])
-    return _write(args, models, outdir, results, backend.info.name, backend.info.id, profile_name, notes)
-
-
-def _on_cluster(args: argparse.Namespace, models: list[str], outdir: Path, runner) -> int:
-    """``validate --cluster``: the suite measured on the cluster's devices of one kind (``--device``), each
-    measurement once, on whichever device of the kind is free; the profile calibrated on one of them if needed."""
-    from gpuprofiler.calibrate.fleet import calibrate_slot
-    from gpuprofiler.device.base import DeviceInfo
-    from gpuprofiler.profile.hardware import view
-    from gpuprofiler.validate import suite
-
-    try:
-        kind = cluster_kind(runner, args.device)
-        slots = runner.kinds()[kind]
-        info = DeviceInfo(**{k: v for k, v in slots[0].info.items() if k in DeviceInfo.__dataclass_fields__})
-        profile, profile_name = choose(args, outdir, info, lambda out, **kw: calibrate_slot(
-            runner, slots[0], out, say=progress, **kw))
-        described = view(profile).name
-        mismatch = (f"the profile describes {described}; the measurements are of {info.name}"
-                    if described != info.name else None)
-        if mismatch:
-            progress(f"note: {mismatch}")
-        try:
-            results = suite.run(runner, args.suite, outdir, profile, models, args.quick, args.fresh, progress,
-                                args.items, spec_sizes=args.spec_sizes, kind=kind)
-        except KeyboardInterrupt:
-            progress(f"interrupted: finished measurements are kept in {outdir / 'measurements.jsonl'}; rerun to resume")
-            return 130
-        except DeviceError:
-            progress(f"finished measurements are kept in {outdir / 'measurements.jsonl'}; a rerun resumes")
-            raise
-    finally:
-        runner.close()
-    reused = sum(res.reused for res in results)
-    hosts = sorted({s.name for s in slots})
-    notes = [f"measured on {len(hosts)} device(s) of a Dask cluster ({', '.join(hosts[:6])}"
-             f"{', ...' if len(hosts) > 6 else ''}): each record names the device and host that measured it",
-             f"{reused} of {sum(res.measurements for res in results)} measurement(s) reused from an earlier run"
-             if reused else "every measurement taken by this run"] + ([mismatch] if mismatch else [])
-    return _write(args, models, outdir, results, info.name, f"kind:{kind}", profile_name, notes)
+    notes = list(notes or []) + [
+        f"{reused} of {sum(res.measurements for res in results)} measurement(s) reused from an earlier run "
+        "(see the command in each record of measurements.jsonl)" if reused else
+        "every measurement taken by this run"] + ([mismatch] if mismatch else [])
+    return _write(args, models, outdir, results, info.name, device_id, profile_name, notes)
 
 
 def _replay(args: argparse.Namespace, models: list[str], outdir: Path) -> int:
@@ -127,8 +113,7 @@ def _replay(args: argparse.Namespace, models: list[str], outdir: Path) -> int:
     device = logged_device(records)
     info = None
     if not args.profile and device.get("slug"):
-        fields = DeviceInfo.__dataclass_fields__
-        info = DeviceInfo(**{k: v for k, v in device.items() if k in fields})
+        info = DeviceInfo.from_dict(device)
     choice = choose_profile(args.profile, info)
     if choice.profile is None:
         raise UserError(choice.message)

@@ -45,6 +45,11 @@ class DeviceInfo:
         data["slug"] = self.slug
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DeviceInfo":
+        """The DeviceInfo a ``to_dict`` (a record's, a worker's) describes; keys it does not know are left out."""
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
 
 class Event(abc.ABC):
     """A timed operation on the device; :meth:`seconds` is valid after the queue is finished."""

@@ -162,7 +162,7 @@ def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: Timing
     item's sizes in one task, timed in alternation); each size's group stored as it reaches this process. Returns
     the tasks that failed (with the sequential runner a failure is raised instead)."""
     failed: list[TaskFailed] = []
-    sequential = runner.name == "sequential"
+    sequential = isinstance(runner, SequentialRunner)
 
     def tasks():
         for path, item, digest, small, _ in plan:
@@ -225,7 +225,7 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
     slot = next(s for s in runner.slots() if s.kind == kind)
     outdir.mkdir(parents=True, exist_ok=True)
     policy = VALIDATE_QUICK if quick else VALIDATE
-    sequential = runner.name == "sequential"
+    sequential = isinstance(runner, SequentialRunner)
     store = Store(outdir / "measurements.jsonl", slot.info if not sequential else runner.backend.info, fresh,
                   key=None if sequential else f"kind:{kind}")
     reused_before = set(store.groups)

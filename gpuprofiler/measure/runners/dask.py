@@ -99,6 +99,7 @@ class DaskRunner(Runner):
         self.window = window
         self.what = what or address or "a Dask cluster"
         self._slots: list[Slot] | None = None
+        self._kinds: dict[str, list[Slot]] | None = None
 
     @classmethod
     def local(cls, workers: int, device_ids: list[str] | None = None, processes: bool = True,
@@ -141,6 +142,11 @@ class DaskRunner(Runner):
             self._slots = self._discover()
         return self._slots
 
+    def kinds(self) -> dict[str, list[Slot]]:
+        if self._kinds is None:  # asked for each task: the slots do not change once discovered
+            self._kinds = super().kinds()
+        return self._kinds
+
     def _discover(self) -> list[Slot]:
         from distributed.comm import get_address_host
 
@@ -170,21 +176,17 @@ class DaskRunner(Runner):
                             f"resource, e.g. `dask worker ADDRESS --resources \"cuda:0=1\"` (see the README)")
         return slots
 
-    def _choices(self, task: Task) -> list[tuple[str, list[str], int]]:
-        """Where ``task`` may run: (resource, the hosts that hold it, how many devices that is)."""
+    def _choices(self, task: Task) -> list[tuple[str, list[str]]]:
+        """Where ``task`` may run: (resource, the hosts that hold it)."""
         if task.slot is not None:
-            if task.slot not in self.slots():
+            if task.slot not in self.kinds().get(task.slot.kind, ()):
                 raise TaskFailed(task, UserError(f"{task.slot.name} is not a device of {self.what}"))
-            return [(task.slot.resource, [task.slot.ip], 1)]
+            return [(task.slot.resource, [task.slot.ip])]
         kind = self.kinds().get(task.kind or "")
         if not kind:
             raise TaskFailed(task, UserError(f"no device of the kind {task.kind} in {self.what} (it has: "
                                              f"{', '.join(self.kinds())})"))
-        out = []
-        for name in sorted({s.resource for s in kind}):
-            ips = sorted({s.ip for s in kind if s.resource == name})
-            out.append((name, ips, len(ips)))
-        return out
+        return [(name, sorted({s.ip for s in kind if s.resource == name})) for name in sorted({s.resource for s in kind})]
 
     def run(self, tasks: Iterable[Task], on_done: OnDone, on_failed: OnFailed = raise_failure,
             on_partial=None) -> None:
@@ -220,7 +222,7 @@ class DaskRunner(Runner):
             solo = id(task) in retried
             if solo:
                 choices = [c for c in choices if c[0] == retried[id(task)]]
-            free = [(depth * devices[r] - load[r], r, ips) for r, ips, _ in choices
+            free = [(depth * devices[r] - load[r], r, ips) for r, ips in choices
                     if r not in alone and (load[r] == 0 if solo else r not in held and load[r] < depth * devices[r])]
             if task.slot is not None:
                 free = [c for c in free if sum(t.slot == task.slot for t, _ in inflight.values()) < (1 if solo else

@@ -33,7 +33,6 @@ class SequentialRunner(Runner):
         self.backend = backend
         self.isolate = isolate
         self.slot = Slot("local", platform.node(), "127.0.0.1", backend.info.id, backend.info.to_dict())
-        self.on_partial = None
 
     def slots(self) -> list[Slot]:
         return [self.slot]
