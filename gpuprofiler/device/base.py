@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 import itertools
+import os
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence
@@ -11,6 +12,47 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from gpuprofiler.errors import UserError
+
+CPU_CACHE_DIR = "/sys/devices/system/cpu/cpu0/cache"
+
+
+def host_caches(root: str = CPU_CACHE_DIR) -> list[dict[str, int]]:
+    """The host CPU's data caches as the operating system reports them (Linux sysfs): level, size, ways, sets and
+    line per level, smallest first; [] where they are not reported. A CPU device runs on these caches: their
+    associativity decides when a power-of-two stride crowds a set, which no latency curve shows."""
+    out = []
+    try:
+        names = sorted(n for n in os.listdir(root) if n.startswith("index"))
+    except OSError:
+        return []
+    for name in names:
+        def read(key: str) -> str:
+            with open(os.path.join(root, name, key)) as f:
+                return f.read().strip()
+        try:
+            if read("type") not in ("Data", "Unified"):
+                continue
+            size = read("size")
+            scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:], 1)
+            level = {"level": int(read("level")), "size_bytes": int(size.rstrip("KMG")) * scale,
+                     "ways": int(read("ways_of_associativity")), "sets": int(read("number_of_sets")),
+                     "line_bytes": int(read("coherency_line_size"))}
+        except (OSError, ValueError):
+            continue
+        if all(v > 0 for v in level.values()):
+            out.append(level)
+    return sorted(out, key=lambda c: c["size_bytes"])
+
+
+def page_batch(path: str = "/proc/zoneinfo") -> int | None:
+    """Pages Linux hands out in one batch from its free lists to a CPU's page cache (the largest zone's
+    ``batch``): a fresh buffer's pages come physically contiguous in runs of about that many. None elsewhere."""
+    try:
+        with open(path) as f:
+            batches = [int(line.split()[1]) for line in f if line.split()[:1] == ["batch:"]]
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(batches) if batches and max(batches) > 0 else None
 
 
 @dataclass

@@ -15,6 +15,8 @@ from gpuprofiler.device.base import (
     Event,
     Kernel,
     check_launches,
+    host_caches,
+    page_batch,
     round_up,
 )
 from gpuprofiler.errors import DeviceError, UserError
@@ -92,6 +94,8 @@ def describe(platform_index: int, device_index: int, device: "cl.Device") -> Dev
             "global_mem_cacheline_bytes": int(device.global_mem_cacheline_size),
             "profiling_timer_resolution_ns": int(device.profiling_timer_resolution),
             **({"problem": problem} if (problem := compile_problem(device.version)) else {}),
+            **({"host_caches": caches} if dtype == "cpu" and (caches := host_caches()) else {}),
+            **({"page_run_pages": run} if dtype == "cpu" and (run := page_batch()) else {}),
         },
     )
 

@@ -181,6 +181,29 @@ class HardwareView:
         value = _number(extra.get(name)) if isinstance(extra, dict) else None
         return value if value is not None and value > 0 else None  # 0: the driver does not know
 
+    @property
+    def page_run(self) -> int:
+        """Pages the host's operating system hands a CPU device's buffers physically contiguous
+        (``device.extra.page_run_pages``: Linux's per-CPU page batch); 1 (each page anywhere) elsewhere."""
+        run = self.device_extra("page_run_pages") if self.kind == "cpu" else None
+        return int(run) if run and run >= 1 else 1
+
+    def reported_cache(self, size_bytes: float) -> tuple[int, int] | None:
+        """(ways, sets) of the CPU cache the operating system reported (``device.extra.host_caches``) nearest in
+        size to a calibrated level of ``size_bytes``, within a factor of two; None off a CPU or where none is."""
+        extra = self._device.get("extra")
+        caches = extra.get("host_caches") if self.kind == "cpu" and isinstance(extra, dict) else None
+        best = None
+        for c in caches if isinstance(caches, list) else []:
+            ways, sets, size = (_number(c.get(k)) if isinstance(c, dict) else None
+                                for k in ("ways", "sets", "size_bytes"))
+            if not (ways and sets and size and ways >= 1 and sets >= 1 and size > 0):
+                continue
+            gap = abs(math.log(size / size_bytes))
+            if gap <= math.log(2) and (best is None or gap < best[0]):
+                best = (gap, int(ways), int(sets))
+        return best[1:] if best else None
+
     def instruction(self, name: str, what: str = "latency_s") -> Figure:
         """An instruction's figure (``latency_s``, ``latency_cycles``, ``throughput_ops_per_s``) by its profile
         name: OpenCL benchmarks (``float_fma``) or PTX opcodes (``fma.rn.f32``)."""

@@ -475,7 +475,7 @@ class WorkLaw(ScalingModel):
 
 
 class CacheMissLaw(ScalingModel):
-    """T = c0 + max(k W(n) + P(n), s M(n)) + X(n): the work law, unless the time the kernel's predicted cache misses keep the
+    """T = c0 + max(k W(n) + P(n) + r Q(n), s M(n)) + X(n): the work law, unless the time the kernel's predicted cache misses keep the
     memory busy (M, :class:`gpuprofiler.models.fractal.misses.MissCost`, from the profile's bandwidths) is longer.
     Where every small size is work-bound this is the work law fitted to them (s = 1: the profile's bandwidth), and
     M takes over at a target whose accesses miss where theirs hit. Where M binds at some small sizes, its scale s
@@ -488,7 +488,10 @@ class CacheMissLaw(ScalingModel):
     small sizes' work includes without walks); misses served from DRAM are priced with their walks (the profile's
     scattered read far beyond the caches), so M stays a bound of its own. gesummv on this VM's PoCL, n = 1368 to
     3800 (2n pages per work-item's walk): 0.42 to 1.06 ns per element, the TLB curve's 0.38 ns per element at
-    3000 on top of the cached 0.42 gives 0.80, measured 0.80."""
+    3000 on top of the cached 0.42 gives 0.80, measured 0.80. Q is the scattered loads that miss a private level
+    and wait for a later cache level (:meth:`~gpuprofiler.models.fractal.misses.MissCost.served_s`: a column walk
+    whose power-of-two stride crowds the L2's sets), priced from the profile (r = 1) unless they take a tenth of
+    some small size's time, where their scale r is fitted in [0, 1] (:meth:`_fit_scale`)."""
 
     name = "cache-miss"
     costly = True  # each size it is evaluated at is an analysis of the kernel's address stream
@@ -497,8 +500,8 @@ class CacheMissLaw(ScalingModel):
         self.work, self.memory = work, memory
 
     @staticmethod
-    def _model(c0: float, k: float, s: float, w: np.ndarray, m: np.ndarray, p=0.0) -> np.ndarray:
-        return c0 + np.maximum(k * w + p, s * m)
+    def _model(c0: float, k: float, s: float, r: float, w: np.ndarray, m: np.ndarray, p=0.0, q=0.0) -> np.ndarray:
+        return c0 + np.maximum(k * w + p + r * q, s * m)
 
     def _stall(self, size) -> float:
         stall = getattr(self.memory, "stall_s", None)
@@ -507,6 +510,10 @@ class CacheMissLaw(ScalingModel):
     def _walks(self, size) -> float:
         walks = getattr(self.memory, "tlb_s", None)
         return float(walks(size)) if walks is not None else 0.0
+
+    def _served(self, size, capacity=None) -> float:
+        served = getattr(self.memory, "served_s", None)
+        return float(served(size, capacity)) if served is not None else 0.0
 
     def _memory(self, size, capacity=None) -> float:
         if capacity is None:
@@ -524,6 +531,7 @@ class CacheMissLaw(ScalingModel):
         if np.any(x >= t):
             raise ValueError("cache-miss law: the priced store stalls exceed a measured time")
         p = np.array([self._walks(v) for v in n])
+        qs = {c: np.array([self._served(v, c) for v in n]) for c in capacities}
         # a shared last level's capacity (MissCost.capacities): the candidate whose law predicts the small sizes left
         # out best (in-sample, the fitted memory scale would bend any candidate to them); on a tie the largest, the
         # share of the fastest runs, which the modelled figure is (they are the runs other tenants left most cache)
@@ -535,59 +543,75 @@ class CacheMissLaw(ScalingModel):
                 for i in range(len(n)):
                     keep = np.arange(len(n)) != i
                     try:
-                        c0, k, s = self._fit_scale(n[keep], (t - x)[keep], w[keep], ms[c][keep], p[keep])
+                        coef = self._fit_scale(n[keep], (t - x)[keep], w[keep], ms[c][keep], p[keep], qs[c][keep])
                     except ValueError:
                         errors = [math.inf]
                         break
-                    guess = float(self._model(c0, k, s, w[i], ms[c][i], p[i])) + x[i]
+                    guess = float(self._model(*coef, w[i], ms[c][i], p[i], qs[c][i])) + x[i]
                     errors.append(abs(guess - t[i]) / t[i])
                 scores.append(loo_score(errors)[0])
             best = min(scores)
             self.capacity_ = max(c for c, score in zip(capacities, scores) if score <= best + 1e-12)
-        m = ms[self.capacity_]
-        c0, k, s = self._fit_scale(n, t - x, w, m, p)
-        self.coef_ = np.array([c0, k, s])
-        fitted = self._model(c0, k, s, w, m, p) + x
+        m, q = ms[self.capacity_], qs[self.capacity_]
+        c0, k, s, r = self._fit_scale(n, t - x, w, m, p, q)
+        self.coef_ = np.array([c0, k, s, r])
+        fitted = self._model(c0, k, s, r, w, m, p, q) + x
         wts = t / t.sum()
         self.s2_rel_ = float(np.sum(wts * ((fitted - t) / t) ** 2) * len(n) / max(len(n) - 3, 1))
         # the fit's own uncertainty: the relative scatter over how many sizes pin the binding term
-        bound = max(int(np.sum(k * w + p >= s * m)), int(np.sum(k * w + p < s * m)), 1)
+        work = k * w + p + r * q
+        bound = max(int(np.sum(work >= s * m)), int(np.sum(work < s * m)), 1)
         self.fit_var_ = self.s2_rel_ / bound
 
-    def _fit_scale(self, n, t, w, m, p) -> tuple[float, float, float]:
-        """c0, k, s for times ``t`` without their store stalls: the work law's fit, and where memory binds at some
-        small size its scale fitted too (least squares in absolute time, c0 >= 0)."""
+    def _fit_scale(self, n, t, w, m, p, q) -> tuple[float, float, float, float]:
+        """c0, k, s, r for times ``t`` without their store stalls: the work law's fit to them less the page walks
+        ``p`` and the cache-served loads ``q``; where memory binds at some small size its scale s fitted too, and
+        where the cache-served loads take a tenth of some small size's time their scale r in [0, 1] (least squares
+        in absolute time, c0 >= 0). The profile prices those loads as lines at the next level's streaming
+        bandwidth, an upper bound: gathers independent of each other (spmv's) overlap their misses and cost less;
+        where the small sizes show none (a power-of-two stride the target alone crowds) they keep that price."""
+        r = 1.0 if np.all(t - p - q > 0) else 0.0
         work_law = WorkLaw(self.work)
-        work_law._fit(n, t - p if np.all(t - p > 0) else t)
+        base = t - p - r * q
+        work_law._fit(n, base if np.all(base > 0) else t)
         c0, k = (float(v) for v in work_law.coef_)
         s = 1.0
-        if np.any(m > k * w + p):  # memory binds at some small size: fit its scale too
-            def resid(q):
-                return (self._model(q[2], math.exp(q[0]), math.exp(q[1]), w, m, p) - t) / t.max()
+        fit_s = bool(np.any(m > k * w + p + r * q))  # memory binds at some small size: fit its scale too
+        fit_r = bool(np.any(q > 0.1 * t))
+        if fit_s or fit_r:
+            def unpack(v):
+                return (float(v[2]), math.exp(v[0]), math.exp(v[1]) if fit_s else 1.0,
+                        float(v[3]) if fit_r else r)
 
-            starts = [(math.log(max(k, 1e-300)), math.log(max(float(np.min(t / np.maximum(m, 1e-300))), 1e-300)),
-                       0.0), (math.log(max(k, 1e-300)), 0.0, min(c0, float(t.min())))]
+            def resid(v):
+                return (self._model(*unpack(v), w, m, p, q) - t) / t.max()
+
+            lo = [-np.inf, -np.inf, 0.0, 0.0]
+            hi = [np.inf, np.inf, float(t.min()), 1.0]
+            logk = math.log(max(k, 1e-300))
+            s0 = math.log(max(float(np.min(t / np.maximum(m, 1e-300))), 1e-300)) if fit_s else 0.0
             best = None
-            for x0 in starts:
-                res = optimize.least_squares(resid, x0, bounds=([-np.inf, -np.inf, 0.0],
-                                                                [np.inf, np.inf, float(t.min())]))
+            for x0 in ((logk, s0, 0.0, r), (logk, 0.0, min(c0, float(t.min())), 0.5)):
+                res = optimize.least_squares(resid, x0, bounds=(lo, hi))
                 if best is None or res.cost < best.cost:
                     best = res
-            k, s, c0 = math.exp(best.x[0]), math.exp(best.x[1]), float(best.x[2])
+            c0, k, s, r = unpack(best.x)
         if k <= 0:
             raise ValueError("cache-miss law: time does not grow with the work")
-        return c0, k, s
+        return c0, k, s, r
 
     def _predict(self, size):
-        c0, k, s = self.coef_
+        c0, k, s, r = self.coef_
         w, m = float(self.work(size)), self._memory(size, self.capacity_)
-        x, p = self._stall(size), self._walks(size)
-        value = c0 + max(k * w + p, s * m) + x
+        x, walks, served = self._stall(size), self._walks(size), self._served(size, self.capacity_)
+        value = float(self._model(c0, k, s, r, w, m, walks, served)) + x
         if not (math.isfinite(value) and value > 0):
             return float("nan"), float("inf"), {}
+        p = walks + r * served
+        bound = ("memory" if s * m > k * w + p else "work and cache misses" if r * served > max(0.1 * k * w, walks)
+                 else "work and page walks" if p > 0.1 * k * w else "work")
         return value, math.sqrt(self.s2_rel_ + self.fit_var_), {"c0": float(c0), "k": float(k), "memory_scale": s,
                                                                 "memory_s": s * m, "work_s": k * w, "store_stall_s": x,
-                                                                "page_walks_s": p, "last_level_bytes": self.capacity_,
-                                                                "bound": ("memory" if s * m > k * w + p else
-                                                                          "work and page walks" if p > 0.1 * k * w
-                                                                          else "work")}
+                                                                "page_walks_s": walks, "cache_served_s": r * served,
+                                                                "cache_served_scale": r,
+                                                                "last_level_bytes": self.capacity_, "bound": bound}

@@ -14,11 +14,13 @@ while the small sizes' hit (a gathered vector or a working set leaving the cache
 work the small sizes were fitted to.
 
 The private levels' misses are analysed too (:func:`regime_costs` names a level whose miss ratio jumps at the
-target: a power-of-two stride crowding its sets). A load's miss a core hides behind arithmetic and other loads
-(a matrix product's column walk costs no time of its own); a store that misses a line it held before stalls it,
-since stores commit in order: those are priced at the next level's latency, one core's one after another
-(:meth:`MissCost.stall_s`, added to the law's time; a transpose at 8192^2 against 8000^2 on this VM's PoCL:
-6.3e7 such stores x 2.2 ns / 2 cores = 69 ms predicted, 75 ms measured).
+target: a power-of-two stride crowding its sets, with the set geometry the operating system reports). A load
+that misses the L1 and hits the L2 the core hides behind arithmetic and other loads; a scattered load that misses
+a later private level waits for the cache behind it (:meth:`MissCost.served_s`: matmul_naive's column at n = 512
+and 1024 on this VM's 8-way L2, 2.1x and 2.9x the time per n^3 of its neighbours 496 and 1008). A store that
+misses a line it held before stalls the core, since stores commit in order: those are priced at the next level's
+latency, one core's one after another (:meth:`MissCost.stall_s`, added to the law's time; a transpose at 8192^2
+against 8000^2 on this VM's PoCL: 6.3e7 such stores x 2.2 ns / 2 cores = 69 ms predicted, 75 ms measured).
 """
 
 from __future__ import annotations
@@ -28,35 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.cache.analysis import CacheAnalysis, analyse, cache_levels
-from gpuprofiler.models.costs import scattered, store_stalls, tlb_walks
+from gpuprofiler.models.costs import cache_served, level_bandwidths, scattered, store_stalls, tlb_walks
 from gpuprofiler.profile.hardware import view
 
 LLC_SPREAD = 1.25  # a reported last level this much larger than the calibrated one makes its capacity uncertain
 BUDGET = 1 << 20  # accesses per window: enough for the private levels, a fifth of the time of `gpuprofiler cache`
 WINDOWS = 2
-
-
-def level_bandwidths(profile) -> list[float] | None:
-    """Per cache level, the read bandwidth that serves its misses (None without a bandwidth)."""
-    hw = view(profile)
-    levels = cache_levels(profile)
-    dram = hw.figure("bandwidth.read_Bps")
-    curve = hw.bandwidth_curve
-    if not levels or not dram.ok:
-        return None
-    out = []
-    for i, (_, size) in enumerate(levels):
-        if i + 1 == len(levels) or not curve:
-            out.append(dram.value)
-            continue
-        ws = math.sqrt(size * levels[i + 1][1])  # a working set that fits the next level, not this one
-        xs, ys = np.log([p[0] for p in curve]), np.log([p[1] for p in curve])
-        out.append(float(math.exp(np.interp(math.log(ws), xs, ys))))
-    return out
 
 
 @dataclass
@@ -89,12 +70,22 @@ class MissCost:
         if a is None or not a.levels:
             return math.nan
         last = a.alternates.get(float(capacity), a.levels[-1]) if capacity is not None else a.levels[-1]
-        line_s = a.order.line_bytes / self.bandwidths[-1]
+        line_s = a.order.line_bytes / float(self.bandwidths[-1] or math.nan)
         scattered_share = a.scattered_share(last) if self.gather_s else 0.0
         return last.misses * ((1.0 - scattered_share) * line_s + scattered_share * max(self.gather_s or 0.0, line_s))
 
     def __call__(self, n: float) -> float:
         return self.memory_s(n)
+
+    def served_s(self, n: float, capacity: float | None = None) -> float:
+        """Seconds a CPU's cores wait for scattered loads that miss a private level and hit a later cache level
+        (:func:`~gpuprofiler.models.costs.cache_served`); 0 where the analysis failed. ``capacity``: as in
+        :meth:`memory_s`."""
+        a = self.analysis(n)
+        if a is None or not a.levels:
+            return 0.0
+        last = a.alternates.get(float(capacity), a.levels[-1]) if capacity is not None else a.levels[-1]
+        return cache_served(self.profile, a, last, self.bandwidths)[0]
 
     def tlb_s(self, n: float) -> float:
         """Seconds the cores spend on page walks (:func:`~gpuprofiler.models.costs.tlb_walks`: a column walk over
@@ -119,7 +110,7 @@ def miss_cost(item, profile) -> MissCost | None:
     bws = level_bandwidths(profile)
     if not bws:
         return None
-    gather = scattered(profile, bws[-1])
+    gather = scattered(profile, float(bws[-1]))
     return MissCost(item, profile, bws, gather.value if gather.ok and gather.value > 0 else None,
                     last_level_capacities(profile))
 
@@ -160,7 +151,11 @@ def regime_costs(cost: MissCost, small: list[int], target: int, law_gap_s: float
             arrays = ", ".join(n for n, s in sorted(lv.by_array.items(), key=lambda x: -x[1]) if s > 0.2)
             if i < len(at_target.levels) - 1:
                 stall, _ = store_stalls(cost.profile, at_target.levels, only=i)
-                gap = (f": {_signed(stall)} of stores waiting for the next level" if stall > 0 else
+                served, _ = cache_served(cost.profile, at_target, bandwidths=getattr(cost, "bandwidths", None), only=i)
+                costs = [f"{_signed(stall)} of stores waiting for the next level"] if stall > 0 else []
+                if served > 0:
+                    costs.append(f"{_signed(served)} of scattered loads the next level serves")
+                gap = (": " + ", ".join(costs) if costs else
                        ": not priced (a load's miss the core hides behind other work)")
             else:
                 gap = f": {_signed(law_gap_s)} over the work law" if law_gap_s is not None else ""

@@ -38,7 +38,7 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import Prediction, positive_time
-from gpuprofiler.models.costs import launch_costs, store_stalls
+from gpuprofiler.models.costs import cache_served, launch_costs, store_stalls
 from gpuprofiler.models.maxplus.graph import Arc, Kernel, KernelGraph, graph_times, height
 from gpuprofiler.models.maxplus.requests import WARP
 from gpuprofiler.models.maxplus.throughput import (
@@ -433,7 +433,8 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
     store buffer; what memory delivers and takes is the DRAM and cache bounds'). The core's out-of-order window overlaps the chains of as many consecutive work-items as
     the profile measured for chains of that many operations, so a region takes group x path / overlap. With the
     launch's predicted misses, the cores also wait on its stores that re-miss a private level
-    (:func:`~gpuprofiler.models.costs.store_stalls`).
+    (:func:`~gpuprofiler.models.costs.store_stalls`) and on its scattered loads that a later cache level serves
+    (:func:`~gpuprofiler.models.costs.cache_served`).
     """
     hw = plist[0].hw
     units = hw.compute_units
@@ -467,8 +468,10 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
     details = {"work_groups_per_core": per_core, "group": group, "fragments": parts}
     if misses is not None and getattr(misses, "levels", None):
         stall, source = store_stalls(hw.profile, misses.levels)
-        per_group = per_group + stall / per_core
-        details.update(store_stall_s=stall, store_stall_source=source)
+        served, served_source = cache_served(hw.profile, misses)
+        per_group = per_group + (stall + served) / per_core
+        details.update(store_stall_s=stall, store_stall_source=source, cache_served_s=served,
+                       cache_served_source=served_source)
     return per_group, per_core, details
 
 

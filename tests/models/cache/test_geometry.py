@@ -1,0 +1,159 @@
+"""The cache geometry the operating system reports, how a CPU's physically indexed L2 fills its sets, and what the
+cache-miss law charges for the scattered loads a later cache level serves."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+from conftest import FIXTURES, H100_PROFILE, KERNELS
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuprofiler.device.base import host_caches, page_batch
+from gpuprofiler.models.cache.analysis import Samples, analyse, geometry
+from gpuprofiler.models.cache.streams import device_order
+from gpuprofiler.models.fractal.misses import BUDGET, WINDOWS, level_bandwidths, miss_cost
+from gpuprofiler.profile.file import Profile, load_profile
+from gpuprofiler.profile.hardware import view
+from gpuprofiler.workloads.spec import load_spec
+
+ZEN4 = load_profile(FIXTURES / "profiles" / "pocl_zen4.json")
+# what this VM's Linux reports (sysfs and /proc/zoneinfo), as `device.extra` holds it in newer profiles
+ZEN4_CACHES = [{"level": 1, "size_bytes": 32768, "ways": 8, "sets": 64, "line_bytes": 64},
+               {"level": 2, "size_bytes": 1 << 20, "ways": 8, "sets": 2048, "line_bytes": 64},
+               {"level": 3, "size_bytes": 32 << 20, "ways": 16, "sets": 32768, "line_bytes": 64}]
+
+
+def zen4(caches=ZEN4_CACHES, run=63):
+    data = copy.deepcopy(ZEN4.data)
+    data["device"]["extra"].update({"host_caches": caches, "page_run_pages": run})
+    return Profile(data)
+
+
+def _write(root, name, **files):
+    d = root / name
+    d.mkdir()
+    for key, value in files.items():
+        (d / key).write_text(f"{value}\n")
+
+
+def test_host_caches_reads_the_data_caches_smallest_first(tmp_path):
+    _write(tmp_path, "index0", level=1, type="Data", size="32K", ways_of_associativity=8, number_of_sets=64,
+           coherency_line_size=64)
+    _write(tmp_path, "index1", level=1, type="Instruction", size="32K", ways_of_associativity=8,
+           number_of_sets=64, coherency_line_size=64)
+    _write(tmp_path, "index3", level=3, type="Unified", size="32768K", ways_of_associativity=16,
+           number_of_sets=32768, coherency_line_size=64)
+    _write(tmp_path, "index2", level=2, type="Unified", size="1024K", ways_of_associativity=8,
+           number_of_sets=2048, coherency_line_size=64)
+    _write(tmp_path, "index4", level=4, type="Unified", size="?", ways_of_associativity=0)  # unreadable: left out
+    assert host_caches(str(tmp_path)) == ZEN4_CACHES
+    assert host_caches(str(tmp_path / "missing")) == []
+
+
+def test_page_batch_is_the_largest_zones_batch(tmp_path):
+    zi = tmp_path / "zoneinfo"
+    zi.write_text("Node 0, zone DMA\n  pagesets\n    cpu: 0\n              count: 0\n              high:  0\n"
+                  "              batch: 1\nNode 0, zone Normal\n    cpu: 0\n              batch: 63\n")
+    assert page_batch(str(zi)) == 63
+    assert page_batch(str(tmp_path / "none")) is None
+
+
+def test_a_level_takes_the_reported_geometry_nearest_in_size_within_a_factor_of_two():
+    hw = view(zen4())
+    assert hw.reported_cache(788_012) == (8, 2048)      # the calibrated L2 knee: the 1 MiB L2
+    assert hw.reported_cache(20 << 20) == (16, 32768)   # within 2x of the L3
+    assert hw.reported_cache(6_646_391) is None         # 6.6 MiB: neither the L2 nor the L3
+    assert hw.page_run == 63
+    assert view(ZEN4).reported_cache(788_012) is None and view(ZEN4).page_run == 1
+    assert view(load_profile(H100_PROFILE)).reported_cache(50 << 20) is None  # a GPU: never the host's caches
+    order = device_order(zen4())
+    assert geometry("L2", 788_012, order, (8, 2048)) == (8, 2048)
+    assert geometry("L2", 788_012, order) == (12, 1024)  # 16-way guess when nothing is reported
+    assert geometry("L1", 22_388, order, (8, 64)) == (5, 64)  # L1: its calibrated capacity over a page of sets
+
+
+@settings(max_examples=60, deadline=None)
+@given(run=st.integers(1, 200), start=st.integers(0, 1 << 20), sets=st.sampled_from([128, 2048, 8192]))
+def test_within_a_run_of_contiguous_pages_colours_follow_the_virtual_pages(run, start, sets):
+    s = Samples(line_bytes=64, page_run=run)
+    colours = sets // 64
+    first = (start // run) * run  # the run holding page `start`
+    pages = np.arange(first, first + run)
+    got = s.set_of(pages * 64 + 5, sets)
+    assert np.all(got % 64 == 5)  # the offset within the page is kept
+    steps = np.diff(got // 64) % colours
+    assert np.all(steps == 1 % colours)  # consecutive pages of a run: consecutive colours
+    assert np.all(s.set_of(np.arange(64), 64) == np.arange(64))  # a page's worth of sets: virtual index
+
+
+@pytest.mark.parametrize("n,crowded", [(496, False), (512, True), (528, False), (768, False), (1024, True)])
+def test_matmul_naive_column_crowds_the_l2_only_where_its_sets_fill(n, crowded):
+    """B's column walk, one line per k: at 512 (2 KiB stride) 8 lines of each of the column's sets, as many as an
+    8-way set holds; at 1024 32 a set; at 768 (3 KiB stride) 6; at 496 and 528 spread over every set. Measured
+    here (p10 per n^3): 0.50, 1.04, 0.51, 0.54 and 1.54 ns."""
+    spec = load_spec(KERNELS / "matmul_naive.toml")
+    a = analyse(spec.instantiate(n), zen4(), budget=BUDGET, count=WINDOWS)
+    l2 = a.level("L2")
+    assert (l2.ways, l2.sets) == (8, 2048) and not l2.shared
+    if crowded:
+        assert l2.miss_ratio > 0.3
+    else:
+        assert l2.miss_ratio < 0.05
+
+
+def test_the_l2s_misses_served_by_the_l3_are_priced_at_the_bandwidth_of_a_working_set_in_it():
+    prof = zen4()
+    spec = load_spec(KERNELS / "matmul_naive.toml")
+    cost = miss_cost(spec, prof)
+    bws = level_bandwidths(prof)
+    assert bws[0] is None  # the curve starts at 1 MiB: an L1's misses are not priced
+    a = cost.analysis(1024)
+    l2, last = a.level("L2"), a.levels[-1]
+    expect = (l2.misses * (1 - l2.write_share) - last.misses) * a.scattered_share(l2) * 64 / bws[1]
+    assert cost.served_s(1024) == pytest.approx(expect, rel=1e-9)
+    assert 0.5 < cost.served_s(1024) < 2.0  # about 1e9 loads at ~1 ns
+    assert cost.served_s(496) < 1e-3 * cost.served_s(1024)
+    gpu = miss_cost(spec, load_profile(H100_PROFILE))
+    assert gpu.served_s(1024) == 0.0
+
+
+def test_the_cache_miss_law_adds_the_served_misses_to_the_work_without_fitting_them():
+    from gpuprofiler.models.fractal.laws import CacheMissLaw
+
+    sizes = np.array([100.0, 200.0, 400.0, 800.0])
+
+    class Memory:
+        def __call__(self, n):
+            return 1e-12 * n
+
+        def served_s(self, n, capacity=None):
+            return 0.0 if n < 1000 else 5e-3
+
+    law = CacheMissLaw(lambda n: n**2, Memory())
+    law._fit(sizes, 1e-4 + 1e-9 * sizes**2)
+    value, _, details = law._predict(4000)
+    assert value == pytest.approx(1e-4 + 1e-9 * 4000**2 + 5e-3, rel=1e-6)
+    assert details["cache_served_s"] == 5e-3 and math.isfinite(details["work_s"])
+
+
+def test_cache_served_loads_that_take_the_small_sizes_time_get_their_scale_fitted():
+    """Gathers served by the L3 at every small size, at half the profile's price: r is fitted to 0.5; the work's
+    k and the fixed time come back too."""
+    from gpuprofiler.models.fractal.laws import CacheMissLaw
+
+    sizes = np.array([100.0, 200.0, 300.0, 400.0, 600.0, 800.0])
+
+    class Memory:
+        def __call__(self, n):
+            return 1e-12 * n
+
+        def served_s(self, n, capacity=None):
+            return 2e-6 * n**1.2
+
+    law = CacheMissLaw(lambda n: n, Memory())
+    law._fit(sizes, 1e-4 + 1e-6 * sizes + 0.5 * 2e-6 * sizes**1.2)
+    c0, k, s, r = law.coef_
+    assert r == pytest.approx(0.5, rel=1e-3) and k == pytest.approx(1e-6, rel=1e-3)
+    assert c0 == pytest.approx(1e-4, rel=1e-2) and s == 1.0
