@@ -96,7 +96,10 @@ gpuprofiler hardware profile, schema version 1 (JSON)
   schema, schema_version, gpuprofiler_version, created, host, command, duration_s, quick
   method_versions     {figure key: version} of the figures whose measuring method changed (below); a key
                       that is missing (every key, in profiles written before it existed) means version 1
-  device              DeviceInfo of the calibrated device (id, name, vendor, type, clock_mhz, ...)
+  device              DeviceInfo of the calibrated device (id, name, vendor, type, clock_mhz, ...); its extra
+                      holds what the driver reports beside (global_mem_cache_bytes, ...) and, for a CPU device,
+                      what the operating system does: host_caches[] (level, size_bytes, ways, sets, line_bytes of
+                      the data caches) and page_run_pages (pages handed out physically contiguous)
   clock               {hz, source}: the clock used for cycles <-> seconds, read at run time
   launch              fixed_s, per_thread_s (fit l = a*nt + b with interval), per_block_s (the same event
                       times over work-groups: dispatch),

@@ -188,21 +188,19 @@ class HardwareView:
         run = self.device_extra("page_run_pages") if self.kind == "cpu" else None
         return int(run) if run and run >= 1 else 1
 
-    def reported_cache(self, size_bytes: float) -> tuple[int, int] | None:
-        """(ways, sets) of the CPU cache the operating system reported (``device.extra.host_caches``) nearest in
-        size to a calibrated level of ``size_bytes``, within a factor of two; None off a CPU or where none is."""
+    def reported_cache(self, level: int, size_bytes: float) -> tuple[int, int] | None:
+        """(ways, sets) of the CPU cache the operating system reported (``device.extra.host_caches``) at the same
+        level as a calibrated one of ``size_bytes``, within a factor of four (a latency knee on a shared host reads
+        the L2 at 0.8 to 2.5 MiB for its 1 MiB); None off a CPU or where none is."""
         extra = self._device.get("extra")
         caches = extra.get("host_caches") if self.kind == "cpu" and isinstance(extra, dict) else None
-        best = None
         for c in caches if isinstance(caches, list) else []:
-            ways, sets, size = (_number(c.get(k)) if isinstance(c, dict) else None
-                                for k in ("ways", "sets", "size_bytes"))
-            if not (ways and sets and size and ways >= 1 and sets >= 1 and size > 0):
-                continue
-            gap = abs(math.log(size / size_bytes))
-            if gap <= math.log(2) and (best is None or gap < best[0]):
-                best = (gap, int(ways), int(sets))
-        return best[1:] if best else None
+            lv, ways, sets, size = (_number(c.get(k)) if isinstance(c, dict) else None
+                                    for k in ("level", "ways", "sets", "size_bytes"))
+            if (lv == level and ways and sets and size and ways >= 1 and sets >= 1 and size > 0
+                    and abs(math.log(size / size_bytes)) <= math.log(4)):
+                return int(ways), int(sets)
+        return None
 
     def instruction(self, name: str, what: str = "latency_s") -> Figure:
         """An instruction's figure (``latency_s``, ``latency_cycles``, ``throughput_ops_per_s``) by its profile

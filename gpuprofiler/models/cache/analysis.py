@@ -424,7 +424,7 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
         d = shared_d if shared else priv_d
         if not len(d):
             return None
-        reported = None if shared else hw.reported_cache(size)
+        reported = None if shared else hw.reported_cache(int(name[1:]), size)
         ways, sets = geometry(name, size, order, reported)
         sd = stack_distance_of(d)
         # a set holds `ways` lines: a line whose set the accesses in between crowd (a power-of-two stride) is

@@ -60,14 +60,17 @@ def test_page_batch_is_the_largest_zones_batch(tmp_path):
     assert page_batch(str(tmp_path / "none")) is None
 
 
-def test_a_level_takes_the_reported_geometry_nearest_in_size_within_a_factor_of_two():
+def test_a_level_takes_the_reported_geometry_of_its_level_within_a_factor_of_four():
     hw = view(zen4())
-    assert hw.reported_cache(788_012) == (8, 2048)      # the calibrated L2 knee: the 1 MiB L2
-    assert hw.reported_cache(20 << 20) == (16, 32768)   # within 2x of the L3
-    assert hw.reported_cache(6_646_391) is None         # 6.6 MiB: neither the L2 nor the L3
+    assert hw.reported_cache(2, 788_012) == (8, 2048)      # the calibrated L2 knee: the 1 MiB L2
+    assert hw.reported_cache(2, 2_533_950) == (8, 2048)    # a knee read high on a busy host: still the L2
+    assert hw.reported_cache(3, 20 << 20) == (16, 32768)
+    assert hw.reported_cache(3, 6_646_391) is None         # 4.8x short of the 32 MiB L3
+    assert hw.reported_cache(2, 6_646_391) is None         # 6.6 MiB is no L2 of 1 MiB
+    assert hw.reported_cache(4, 20 << 20) is None          # no level 4 reported
     assert hw.page_run == 63
-    assert view(ZEN4).reported_cache(788_012) is None and view(ZEN4).page_run == 1
-    assert view(load_profile(H100_PROFILE)).reported_cache(50 << 20) is None  # a GPU: never the host's caches
+    assert view(ZEN4).reported_cache(2, 788_012) is None and view(ZEN4).page_run == 1
+    assert view(load_profile(H100_PROFILE)).reported_cache(2, 50 << 20) is None  # a GPU: never the host's caches
     order = device_order(zen4())
     assert geometry("L2", 788_012, order, (8, 2048)) == (8, 2048)
     assert geometry("L2", 788_012, order) == (12, 1024)  # 16-way guess when nothing is reported
