@@ -226,8 +226,8 @@ class Samples:
             return lines % sets
         shift = per_page.bit_length() - 1  # lines and pages are powers of two: shifts and masks, not divisions
         pages = np.asarray(lines, dtype=np.int64) >> shift
-        offset = ((pages // max(self.page_run, 1)) * _GOLDEN) >> 40
-        colour = (pages + offset) & (sets // per_page - 1)
+        run = max(self.page_run, 1)
+        colour = ((pages % run) + (((pages // run) * _GOLDEN) >> 40)) & (sets // per_page - 1)
         return (lines & (per_page - 1)) | (colour << shift)
 
     def set_misses(self, ways: int, sets: int, sd: np.ndarray) -> np.ndarray:
