@@ -94,8 +94,9 @@ def test_within_a_run_of_contiguous_pages_colours_follow_the_virtual_pages(run, 
 @pytest.mark.parametrize("n,crowded", [(496, False), (512, True), (528, False), (768, False), (1024, True)])
 def test_matmul_naive_column_crowds_the_l2_only_where_its_sets_fill(n, crowded):
     """B's column walk, one line per k: at 512 (2 KiB stride) 8 lines of each of the column's sets, as many as an
-    8-way set holds; at 1024 32 a set; at 768 (3 KiB stride) 6; at 496 and 528 spread over every set. Measured
-    here (p10 per n^3): 0.50, 1.04, 0.51, 0.54 and 1.54 ns."""
+    8-way set holds; at 1024 32 a set; at 768 (3 KiB stride) 6 on average (the runs' boundaries leave some sets
+    fuller: a few per cent of misses, a tenth of the crowded sizes'); at 496 and 528 spread over every set.
+    Measured here (p10 per n^3): 0.50, 1.04, 0.51, 0.54 and 1.54 ns."""
     spec = load_spec(KERNELS / "matmul_naive.toml")
     a = analyse(spec.instantiate(n), zen4(), budget=BUDGET, count=WINDOWS)
     l2 = a.level("L2")
@@ -103,7 +104,7 @@ def test_matmul_naive_column_crowds_the_l2_only_where_its_sets_fill(n, crowded):
     if crowded:
         assert l2.miss_ratio > 0.3
     else:
-        assert l2.miss_ratio < 0.05
+        assert l2.miss_ratio < 0.03 if n != 768 else l2.miss_ratio < 0.1
 
 
 def test_the_l2s_misses_served_by_the_l3_are_priced_at_the_bandwidth_of_a_working_set_in_it():
