@@ -40,6 +40,11 @@ BUDGET = 1 << 20  # accesses per window: enough for the private levels, a fifth 
 WINDOWS = 2
 
 
+def _last_level(a: CacheAnalysis, capacity: float | None):
+    """The analysis's last level, or that level at one of the candidate capacities."""
+    return a.alternates.get(float(capacity), a.levels[-1]) if capacity is not None else a.levels[-1]
+
+
 @dataclass
 class MissCost:
     """``cost(n)``: seconds of the launch's memory traffic (its levels' misses) from sampled reuse distances at size
@@ -69,7 +74,7 @@ class MissCost:
         a = self.analysis(n)
         if a is None or not a.levels:
             return math.nan
-        last = a.alternates.get(float(capacity), a.levels[-1]) if capacity is not None else a.levels[-1]
+        last = _last_level(a, capacity)
         line_s = a.order.line_bytes / float(self.bandwidths[-1] or math.nan)
         scattered_share = a.scattered_share(last) if self.gather_s else 0.0
         return last.misses * ((1.0 - scattered_share) * line_s + scattered_share * max(self.gather_s or 0.0, line_s))
@@ -84,7 +89,7 @@ class MissCost:
         a = self.analysis(n)
         if a is None or not a.levels:
             return 0.0
-        last = a.alternates.get(float(capacity), a.levels[-1]) if capacity is not None else a.levels[-1]
+        last = _last_level(a, capacity)
         return cache_served(self.profile, a, last, self.bandwidths)[0]
 
     def tlb_s(self, n: float) -> float:
