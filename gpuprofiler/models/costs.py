@@ -310,7 +310,7 @@ def tlb_walks(profile, analysis) -> tuple[float, str]:
     cycling over that many 4 KiB pages costs over a packed one, walks overlapped as a core overlaps them) / compute
     units. What the walks add to loads that hit the caches (gesummv at 3000 on this VM's PoCL: 1.8e7 loads cycling
     over 6000 pages, 6.9 ms of walks on 7.2 ms of cached work, 14.1 ms measured); the cache-miss law adds them to
-    the work, the max-plus model bounds the launch by them."""
+    the work, the max-plus model to a CPU's chains (:func:`~gpuprofiler.models.maxplus.models._cpu_chains`)."""
     hw = view(profile)
     units = hw.compute_units
     per = getattr(analysis, "tlb_s_per_access", 0.0) if analysis is not None else 0.0

@@ -17,7 +17,7 @@ from typing import Any
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.measure.storage import read_records
-from gpuprofiler.validate.suite import ItemResult, predict_item, suite_paths
+from gpuprofiler.validate.suite import ItemResult, predict_items, suite_paths
 from gpuprofiler.workloads.sweep import Sweep, from_records, load_target
 
 
@@ -101,7 +101,7 @@ def replay(log: str | Path, profile: Any, models: list[str], suite: str = "built
     if missing:
         where = "in the suite or among --items" if items else "in the suite"
         say(f"replay: skipped, not {where}: {', '.join(missing)}")
-    results = []
+    jobs, every = [], []
     for name, (path, item) in named.items():
         mine = [r for r in records if r["kernel"] == name]
         if not mine:
@@ -117,9 +117,11 @@ def replay(log: str | Path, profile: Any, models: list[str], suite: str = "built
         res.reused = len(sizes)
         sweep = from_records([r for s in small for r in per_size[s]]) if small else None
         checks: dict[int, Sweep] = {s: from_records(per_size[s]) for s in sizes}
-        predict_item(res, item, sweep, {t: checks[t] for t in targets}, profile, models, every_size=checks)
-        say(f"replay: {name}: {len(sizes)} size(s), {len(res.rows)} prediction(s)")
-        results.append(res)
+        jobs.append((res, item, sweep, {t: checks[t] for t in targets}))
+        every.append(checks)
+    results = predict_items(jobs, profile, models, every)
+    for res in results:
+        say(f"replay: {res.name}: {res.measurements} size(s), {len(res.rows)} prediction(s)")
     if not results:
         raise UserError(f"--replay {log}: none of its items ({', '.join(sorted(logged))}) is in the suite {suite!r}")
     return results

@@ -10,9 +10,11 @@ item (same file contents) and size, so an interrupted run resumes.
 from __future__ import annotations
 
 import math
+import os
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,7 +251,7 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
     if failed:
         raise DeviceError(f"{len(failed)} measurement task(s) failed: " + "; ".join(str(f) for f in failed[:5])
                           + ("; ..." if len(failed) > 5 else ""))
-    results = []
+    jobs = []
     for path, item, digest, small, notes in plan:
         name = getattr(item, "name", path.stem)
         got = {s: store.get(digest, s) for s in small + list(item.target)}
@@ -259,9 +261,37 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
         sizes = small + list(item.target)
         res.measurements = len(sizes)
         res.reused = sum(1 for s in sizes if (digest, s) in reused_before)
-        predict_item(res, item, from_records(sweep_recs), checks, profile, models)
-        results.append(res)
-    return results
+        jobs.append((res, item, from_records(sweep_recs), checks))
+    say(f"predicting {len(jobs)} item(s) with {', '.join(models)}")
+    return predict_items(jobs, profile, models)
+
+
+def prediction_threads(jobs: int) -> int:
+    """Threads that predict items at once: the host's cores (``GPUPROFILER_PREDICT_THREADS`` overrides), at most
+    one per item. The cache analyses spend most of their time in numpy sorts, which release the GIL."""
+    want = os.environ.get("GPUPROFILER_PREDICT_THREADS", "")
+    try:
+        n = int(want) if want else (os.cpu_count() or 1)
+    except ValueError:
+        raise UserError(f"GPUPROFILER_PREDICT_THREADS={want!r}: give a whole number of threads") from None
+    return max(1, min(n, jobs))
+
+
+def predict_items(jobs: list[tuple], profile, models: list[str], every_size: list | None = None) -> list[ItemResult]:
+    """:func:`predict_item` for each ``(result, item, sweep, checks)`` job (``every_size``: each job's every
+    measured size, a replay's), items on :func:`prediction_threads` threads once the measuring is over (no
+    launch runs meanwhile): the same rows as one after another, in the jobs' order, in about half the time on
+    two cores."""
+    def one(k: int) -> ItemResult:
+        res, item, sweep, checks = jobs[k]
+        predict_item(res, item, sweep, checks, profile, models, None if every_size is None else every_size[k])
+        return res
+
+    threads = prediction_threads(len(jobs))
+    if threads <= 1:
+        return [one(k) for k in range(len(jobs))]
+    with ThreadPoolExecutor(threads, thread_name_prefix="gpuprofiler-predict") as pool:
+        return list(pool.map(one, range(len(jobs))))
 
 
 def only_kind(runner: Runner) -> str:

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from conftest import FIXTURES, H100_PROFILE, POCL_PROFILE, REPO
 
+from gpuprofiler.errors import UserError
+
 POCL_LOG = FIXTURES / "replay" / "measurements.jsonl"
 H100_LOG = FIXTURES / "replay" / "h100_subset.jsonl"
 NO_DEVICE = ("import sys; sys.modules.update(pyopencl=None, pycuda=None); "
@@ -138,3 +140,24 @@ def test_a_log_keeps_its_good_records_and_says_what_it_skipped(tmp_path):
     log.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(UserError, match="cannot read"):
         read_log(log)
+
+
+def test_items_predicted_on_threads_give_the_rows_of_one_after_another(monkeypatch):
+    """Once the measuring is over the items are predicted on the host's cores (threads: the cache analyses' numpy
+    sorts release the GIL); the rows, notes and refusals are those of one item after another, in the same order."""
+    from gpuprofiler.profile.file import load_profile
+    from gpuprofiler.validate.replay import replay as replay_log
+    from gpuprofiler.validate.suite import prediction_threads
+
+    profile = load_profile(POCL_PROFILE)
+    got = {}
+    for threads in ("1", "3"):
+        monkeypatch.setenv("GPUPROFILER_PREDICT_THREADS", threads)
+        results = replay_log(POCL_LOG, profile, ["fractal", "maxplus"], items=["vadd", "matmul_naive"])
+        got[threads] = [(r.name, r.rows, r.notes, r.refused, sorted(r.fitted)) for r in results]
+    assert [name for name, *_ in got["1"]] == ["matmul_naive", "vadd"]
+    assert got["3"] == got["1"]
+    assert prediction_threads(2) == 2 and prediction_threads(1) == 1
+    monkeypatch.setenv("GPUPROFILER_PREDICT_THREADS", "two")
+    with pytest.raises(UserError, match="GPUPROFILER_PREDICT_THREADS"):
+        prediction_threads(5)

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuprofiler.errors import CheckError, UserError
 from gpuprofiler.workloads.apps import load_app, measure_app
@@ -18,6 +20,22 @@ def test_cg_phases(pocl, quick_policy):
     assert phases["axpy"]["calls"] == 2 * it and phases["memcpy DtoH"]["calls"] == 2 * it + 1
     assert all(r["checked"] and r["median_s"] > 0 and r["samples"] >= 5 for r in records)
     assert sum(r["share"] for r in records) == pytest.approx(1.0, abs=0.05)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 700))
+def test_cgs_matrix_is_its_five_bands_in_csr_order(n):
+    """The CSR arrays built row by row equal the banded matrix (4.5 on the diagonal, -1 at offsets +-1 and
+    +-floor(sqrt(n))), each row's columns ascending: what scipy makes of the same entries."""
+    import scipy.sparse as sp
+
+    rowptr, cols, vals = load_app(resolve("cg")).module.matrix(n)
+    g = max(2, int(np.sqrt(n)))
+    dense = 4.5 * np.eye(n) - sum(np.eye(n, k=k) for k in (-g, -1, 1, g))
+    want = sp.csr_matrix(dense.astype(np.float32))
+    assert rowptr.dtype == cols.dtype == np.int32 and vals.dtype == np.float32
+    assert np.array_equal(rowptr, want.indptr) and np.array_equal(cols, want.indices)
+    assert np.array_equal(vals, want.data)
 
 
 def test_jacobi_runs_and_checks(pocl, quick_policy):

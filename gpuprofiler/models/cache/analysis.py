@@ -362,12 +362,13 @@ def geometry(name: str, size: float, order: Order, reported: tuple[int, int] | N
     return max(1, round(lines / sets)), sets
 
 
-def coherence(stream: Stream) -> tuple[float, float]:
+def coherence(stream: Stream, merged: tuple | None = None) -> tuple[float, float]:
     """Coherence misses in the window (a unit touching a line another unit touched last, a store on either side)
-    and the share of written lines that several units touch."""
+    and the share of written lines that several units touch (``merged``: the stream's ``merged(with_units=True)``
+    when already had)."""
     if len(stream.lines) < 2:
         return 0.0, 0.0
-    lines, _, writes, units = stream.merged(with_units=True)
+    lines, _, writes, units = merged if merged is not None else stream.merged(with_units=True)
     order = np.argsort(lines, kind="stable")  # by line, in time order within a line
     lines, units, writes = lines[order], units[order], writes[order]
     same_line = lines[1:] == lines[:-1]
@@ -405,9 +406,9 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
             private.add(lines, arrays, eff_rate, rng, writes)
             if walks is not None:
                 pages.add(lines // page_lines, arrays, eff_rate, rng)
-        lines, arrays, writes = s.merged()
-        shared_s.add(lines, arrays, eff_rate, rng, writes)
-        c, sh = coherence(s)
+        merged = s.merged(with_units=True)
+        shared_s.add(*merged[:2], eff_rate, rng, merged[2])
+        c, sh = coherence(s, merged)
         coh.append(c / max(sum(len(x) for x in s.lines), 1))
         shared_lines.append(sh)
     priv_d, priv_a = private.all()
