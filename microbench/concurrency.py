@@ -50,6 +50,7 @@ OVERLAP_WORK = 1 << 22  # operations per core and launch: about 1 ms of chain on
 OVERLAP_PASSES = 2  # passes over the curve, each point keeping its fastest: a tenant can slow a whole point
 LOOPFREE_OPS = (2, 4, 8, 16, 32, 64)  # straight-line chains of the loop-free curve
 LOOPFREE_GROUP = 256
+LOOPFREE_REFERENCE_OPS = 1024  # the looped chain timed beside them: one chain at a time (the overlap curve's longest)
 
 
 def knee(counts: list[int], times: list[float], ratio: float = KNEE) -> int | None:
@@ -104,8 +105,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
     result["work_items"] = entry(best[0], "work-items", method)
     if is_cpu:
         result["overlap_curve"], result["overlap_method"] = overlap_curve(backend, kernel, quick, progress)
-        reference = _reference_op_s(result["overlap_curve"])
-        result["loopfree_curve"], result["loopfree_method"] = loopfree_curve(backend, reference, quick, progress)
+        result["loopfree_curve"], result["loopfree_method"] = loopfree_curve(backend, kernel, quick, progress)
     return result
 
 
@@ -151,18 +151,24 @@ def loopfree_source(ops: int) -> str:
             f"    float x = (float)LID;\n    {body}\n    if (x == never) out[0] = x;\n}}\n")
 
 
-def loopfree_curve(backend: Any, reference_op_s: float, quick: bool,
-                   progress: Progress = None) -> tuple[list[dict], str]:
+def loopfree_curve(backend: Any, looped: Any, quick: bool, progress: Progress = None) -> tuple[list[dict], str]:
     """Work-items whose straight-line chains of ``ops`` dependent FMAs a CPU core runs at once, vectorised across
-    work-items: the looped curve's one-chain-at-a-time time per operation over this chain's. The chain lengths in
-    alternation, one launch of each per round, each the fastest of its runs."""
+    work-items: one chain at a time's time per operation over this chain's. The reference is the ``looped``
+    kernel's (the overlap curve's) chain of :data:`LOOPFREE_REFERENCE_OPS` operations, timed in the same rounds:
+    the chain lengths and it in alternation, one launch of each per round, each the fastest of its runs. A ratio of
+    two launches of the same rounds holds when a tenant takes a core for the whole curve (a Zen 4 VM's quick
+    calibration once timed every straight chain 1.9x slower than minutes before and after, its looped chains
+    alike: an overlap against the earlier reference halved the curve, and max-plus put a stream at +135%)."""
     cores = max(1, backend.info.compute_units)
     say(progress, f"concurrency: straight-line chains of {LOOPFREE_OPS[0]} .. {LOOPFREE_OPS[-1]} operations per "
-                  f"work-item, no loop (vectorised across work-items)")
+                  f"work-item, no loop (vectorised across work-items), beside a looped chain of "
+                  f"{LOOPFREE_REFERENCE_OPS}")
     program = "\n".join(loopfree_source(ops) for ops in LOOPFREE_OPS)
     engine = Engine(bench(quick, 0.3, 0.05).but(min_samples=3))
     counts = [max(4 * cores, cores * OVERLAP_WORK // (ops * LOOPFREE_GROUP)) * LOOPFREE_GROUP for ops in LOOPFREE_OPS]
-    out = backend.alloc(4)
+    iters = LOOPFREE_REFERENCE_OPS // 8
+    ref_n = max(4 * cores, cores * OVERLAP_WORK // (LOOPFREE_REFERENCE_OPS * OVERLAP_GROUP)) * OVERLAP_GROUP
+    out = backend.alloc(4 * ref_n)
 
     def run(ops: int, n: int):
         kernel = build(backend, program, f"chain{ops}")
@@ -174,7 +180,14 @@ def loopfree_curve(backend: Any, reference_op_s: float, quick: bool,
             return event.seconds()
         return once
 
-    timings = engine.interleave([run(ops, n) for ops, n in zip(LOOPFREE_OPS, counts)])
+    def reference() -> float:
+        event = engine.launch_once(backend, looped, (ref_n,), (OVERLAP_GROUP,),
+                                   [out, np.int32(iters), np.float32(0.999), np.float32(0.001), np.float32(-1)])
+        backend.finish()
+        return event.seconds()
+
+    timings = engine.interleave([run(ops, n) for ops, n in zip(LOOPFREE_OPS, counts)] + [reference])
+    reference_op_s = timings[-1].device.minimum * cores / (ref_n * LOOPFREE_REFERENCE_OPS)
     points = []
     for ops, n, timing in zip(LOOPFREE_OPS, counts, timings):
         secs = timing.device.minimum
@@ -183,5 +196,6 @@ def loopfree_curve(backend: Any, reference_op_s: float, quick: bool,
                        "overlap": reference_op_s / per_op})
     method = (f"per chain length L, the fastest event time T of n work-items, each L dependent FMAs written out "
               f"without a loop, in groups of {LOOPFREE_GROUP} over {cores} cores, the lengths in alternation: "
-              f"overlap(L) = the looped curve's op_s of one chain at a time / (T * cores / (n * L))")
+              f"overlap(L) = the looped chain of {LOOPFREE_REFERENCE_OPS} operations' op_s, timed in the same "
+              f"rounds ({reference_op_s * 1e12:.4g} ps), / (T * cores / (n * L))")
     return points, method

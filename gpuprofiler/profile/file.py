@@ -55,6 +55,10 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
     "bandwidth.streaming_llc_bytes": (2, "the working-set curve's knee among sets at most 1.25x the cache the "
                                          "driver reports (v1: any set, so a burst of a shared memory's fast state "
                                          "at 64 MiB put a 32 MiB L3 at 64 MiB)"),
+    "concurrency.loopfree_curve": (2, "the one-chain-at-a-time reference is a looped chain of 1024 operations timed "
+                                      "in the same rounds as the straight chains (v1: the overlap curve's, timed "
+                                      "before: a tenant holding a core through the straight chains halved the "
+                                      "curve)"),
     "latency_curve": (2, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
                          "the modelling figure; the sizes from a quarter of the last level to its size pooled over "
                          "three passes (v1: chases shorter than the cycle found part of it cold in the shorter run "
