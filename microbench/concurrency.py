@@ -16,8 +16,8 @@ max-plus model divides a work-item's critical path by it, at the work-item's ope
 That chain runs in a loop, and a CPU's OpenCL compiler runs such a kernel one work-item at a time (its loop over
 the work-items is the outer one). A kernel without loops, whose work-items touch consecutive addresses, it
 vectorises across work-items instead: ``loopfree_curve`` times the same chains written out straight (2 .. 64
-dependent operations, groups of 256) against the same one-chain-at-a-time reference. On a Zen 4 VM's PoCL they ran
-4-17 work-items at once where the looped chains ran 1-6.
+dependent operations, groups of 256) against a looped chain of 1024 operations timed in the same rounds (one chain at
+a time). On a Zen 4 VM's PoCL they ran 4-20 work-items at once where the looped chains ran 1-6.
 """
 
 from __future__ import annotations
@@ -157,8 +157,9 @@ def loopfree_curve(backend: Any, looped: Any, quick: bool, progress: Progress = 
     kernel's (the overlap curve's) chain of :data:`LOOPFREE_REFERENCE_OPS` operations, timed in the same rounds:
     the chain lengths and it in alternation, one launch of each per round, each the fastest of its runs. A ratio of
     two launches of the same rounds holds when a tenant takes a core for the whole curve (a Zen 4 VM's quick
-    calibration once timed every straight chain 1.9x slower than minutes before and after, its looped chains
-    alike: an overlap against the earlier reference halved the curve, and max-plus put a stream at +135%)."""
+    calibration once timed every straight chain 1.9x slower than the calibrations before and after it, while the
+    looped curve timed just before was as usual: against that reference the curve halved, and max-plus put a
+    stream at +135%)."""
     cores = max(1, backend.info.compute_units)
     say(progress, f"concurrency: straight-line chains of {LOOPFREE_OPS[0]} .. {LOOPFREE_OPS[-1]} operations per "
                   f"work-item, no loop (vectorised across work-items), beside a looped chain of "
