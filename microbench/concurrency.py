@@ -171,23 +171,18 @@ def loopfree_curve(backend: Any, looped: Any, quick: bool, progress: Progress = 
     ref_n = max(4 * cores, cores * OVERLAP_WORK // (LOOPFREE_REFERENCE_OPS * OVERLAP_GROUP)) * OVERLAP_GROUP
     out = backend.alloc(4 * ref_n)
 
-    def run(ops: int, n: int):
-        kernel = build(backend, program, f"chain{ops}")
-
+    def timed(kernel: Any, n: int, group: int, args: list):
         def once() -> float:
-            event = engine.launch_once(backend, kernel, (n,), (LOOPFREE_GROUP,),
-                                       [out, np.float32(0.999), np.float32(0.001), np.float32(-1)])
+            event = engine.launch_once(backend, kernel, (n,), (group,), args)
             backend.finish()
             return event.seconds()
         return once
 
-    def reference() -> float:
-        event = engine.launch_once(backend, looped, (ref_n,), (OVERLAP_GROUP,),
-                                   [out, np.int32(iters), np.float32(0.999), np.float32(0.001), np.float32(-1)])
-        backend.finish()
-        return event.seconds()
-
-    timings = engine.interleave([run(ops, n) for ops, n in zip(LOOPFREE_OPS, counts)] + [reference])
+    chain_args = [out, np.float32(0.999), np.float32(0.001), np.float32(-1)]
+    timings = engine.interleave(
+        [timed(build(backend, program, f"chain{ops}"), n, LOOPFREE_GROUP, chain_args)
+         for ops, n in zip(LOOPFREE_OPS, counts)]
+        + [timed(looped, ref_n, OVERLAP_GROUP, [out, np.int32(iters), *chain_args[1:]])])
     reference_op_s = timings[-1].device.minimum * cores / (ref_n * LOOPFREE_REFERENCE_OPS)
     points = []
     for ops, n, timing in zip(LOOPFREE_OPS, counts, timings):

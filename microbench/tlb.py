@@ -54,6 +54,23 @@ def layouts(pages: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     return {"packed": packed, "spread": spread}
 
 
+def per_access(backend: Any, kernel: Any, buf: Any, out: Any, offsets: dict[str, np.ndarray], policy: Any,
+               rounds: int = ROUNDS) -> dict[str, float]:
+    """Seconds per load of each layout (word offsets into ``buf``, the same count each): (T(2r) - T(r)) / (P r) for
+    r and 2r passes, which cancels launch and set-up; every layout and pass count in alternation ``rounds`` times,
+    each T the fastest modelling figure."""
+    pages = len(next(iter(offsets.values())))
+    reps = max(1, ACCESSES // pages)
+    idx = {name: backend.to_device(np.asarray(words, np.uint32))[0] for name, words in offsets.items()}
+    best = {(name, r): math.inf for name in idx for r in (reps, 2 * reps)}
+    never = np.uint32(2**32 - 1)
+    for _ in range(rounds):
+        for name, r in best:
+            args = [buf, idx[name], np.int32(pages), np.int32(r), out, never]
+            best[name, r] = min(best[name, r], time_launch(backend, kernel, (1,), (1,), args, policy).device.model)
+    return {name: (best[name, 2 * reps] - best[name, reps]) / (pages * reps) for name in idx}
+
+
 def reach_and_cost(points: list[dict]) -> tuple[float | None, float | None]:
     """The extra time per access at the largest page count (None where it is not positive), and the page count
     where the spread loads' extra first reaches half of it, log-interpolated (None where it never does short of
@@ -82,18 +99,10 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     out = backend.alloc(64)
     buf = backend.alloc(PAGES[-1] * PAGE_BYTES)
     policy = bench(quick, 0.1, 0.02)
-    never = np.uint32(2**32 - 1)
     points = []
     for pages in PAGES:
-        reps = max(1, ACCESSES // pages)
-        idx = {name: backend.to_device(words)[0] for name, words in layouts(pages, rng).items()}
-        best = {(name, r): math.inf for name in idx for r in (reps, 2 * reps)}
-        for _ in range(ROUNDS):
-            for name, r in best:
-                args = [buf, idx[name], np.int32(pages), np.int32(r), out, never]
-                best[name, r] = min(best[name, r], time_launch(backend, kernel, (1,), (1,), args, policy).device.model)
-        points.append({"pages": pages, **{f"{name}_s": (best[name, 2 * reps] - best[name, reps]) / (pages * reps)
-                                          for name in idx}})
+        per = per_access(backend, kernel, buf, out, layouts(pages, rng), policy)
+        points.append({"pages": pages, **{f"{name}_s": value for name, value in per.items()}})
     method = (f"one work-item, independent loads of P lines (P = {PAGES[0]} .. {PAGES[-1]}), packed into P/64 pages or "
               f"one per 4 KiB page; (T(2r) - T(r)) / (P r) for r and 2r passes; each T the fastest modelling figure "
               f"of {ROUNDS} alternating rounds")

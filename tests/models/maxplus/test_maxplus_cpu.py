@@ -131,25 +131,31 @@ def test_given_n_keeps_the_batches():
     assert "cpu_chains" not in predict(kernel, p, n, n).details
 
 
-def test_stores_re_missing_l1_add_their_stalls_to_the_cores_time():
-    """With the launch's predicted misses the latency bound grows by exactly what the cores wait on stores that
-    re-miss a private level (store_stalls), spread over the work-groups each core runs."""
+def _copy_with_misses(l1_store_remisses: float = 0.0, **analysis):
+    """A copy kernel of 2^16 work-items on the looped-curve profile, its prediction without misses, and a stand-in
+    cache analysis (an L1 with ``l1_store_remisses``, a shared L2, nothing missed; ``analysis``: more fields) with
+    its prediction: (n, profile, plain details, misses, details with the misses)."""
     from types import SimpleNamespace
-
-    from gpuprofiler.models.costs import store_stalls
 
     n, local = 1 << 16, 64
     src = "__kernel void k(__global const float *a, __global float *c) { int i = get_global_id(0); c[i] = a[i]; }"
     kernel = build(src, "k", {}, [local], "k.cl", global_size=[n], buffers={"a": 4 * n, "c": 4 * n})
     prof = with_curve()
     p = parameters(prof, kernel)
-    plain = predict(kernel, p, n, n).details
-    levels = [SimpleNamespace(name="L1", store_remisses=3e5, shared=False, misses=0.0, miss_ratio=0.0,
-                              write_share=0.0, by_array={}),
-              SimpleNamespace(name="L2", store_remisses=0.0, shared=True, misses=0.0, miss_ratio=0.0,
-                              write_share=0.0, by_array={})]
-    misses = SimpleNamespace(levels=levels, order=SimpleNamespace(line_bytes=64), accesses=2.0 * n)
-    stalled = predict(kernel, p, n, n, misses=misses).details
+    levels = [SimpleNamespace(name=name, store_remisses=remisses, shared=shared, misses=0.0, miss_ratio=0.0,
+                              write_share=0.0, by_array={})
+              for name, remisses, shared in (("L1", l1_store_remisses, False), ("L2", 0.0, True))]
+    misses = SimpleNamespace(levels=levels, order=SimpleNamespace(line_bytes=64), accesses=2.0 * n, **analysis)
+    return n, prof, predict(kernel, p, n, n).details, misses, predict(kernel, p, n, n, misses=misses).details
+
+
+def test_stores_re_missing_l1_add_their_stalls_to_the_cores_time():
+    """With the launch's predicted misses the latency bound grows by exactly what the cores wait on stores that
+    re-miss a private level (store_stalls), spread over the work-groups each core runs."""
+    from gpuprofiler.models.costs import store_stalls
+
+    _, prof, plain, misses, stalled = _copy_with_misses(3e5)
+    levels = misses.levels
     stall = store_stalls(prof, levels)[0]
     assert stall > 0 and stalled["cpu_chains"]["store_stall_s"] == stall
     assert stalled["bounds_s"]["latency"] == pytest.approx(plain["bounds_s"]["latency"] + stall, rel=1e-9)
@@ -159,21 +165,9 @@ def test_page_walks_add_to_the_cores_time():
     """The launch's page walks (tlb_walks: accesses x the TLB curve's extra per access, over the cores) lengthen the
     latency bound by exactly their seconds, as in the cache-miss law: a core walks on its own time, its loads wait
     for the translation (gesummv at 3000 on a Zen 4 VM: 23 ms of walks beside 5 ms of chains, 39 ms measured)."""
-    from types import SimpleNamespace
-
     from gpuprofiler.models.costs import tlb_walks
 
-    n, local = 1 << 16, 64
-    src = "__kernel void k(__global const float *a, __global float *c) { int i = get_global_id(0); c[i] = a[i]; }"
-    kernel = build(src, "k", {}, [local], "k.cl", global_size=[n], buffers={"a": 4 * n, "c": 4 * n})
-    prof = with_curve()
-    p = parameters(prof, kernel)
-    plain = predict(kernel, p, n, n).details
-    levels = [SimpleNamespace(name=name, store_remisses=0.0, shared=shared, misses=0.0, miss_ratio=0.0,
-                              write_share=0.0, by_array={}) for name, shared in (("L1", False), ("L2", True))]
-    misses = SimpleNamespace(levels=levels, order=SimpleNamespace(line_bytes=64), accesses=2.0 * n,
-                             tlb_s_per_access=3e-9, tlb_miss_ratio=0.5, tlb_pages=64)
-    walked = predict(kernel, p, n, n, misses=misses).details
+    n, prof, plain, misses, walked = _copy_with_misses(tlb_s_per_access=3e-9, tlb_miss_ratio=0.5, tlb_pages=64)
     walks = tlb_walks(prof, misses)[0]
     assert walks == pytest.approx(2.0 * n * 3e-9 / view(prof).compute_units.value, rel=1e-12)
     assert walked["cpu_chains"]["tlb_walk_s"] == walks
