@@ -123,8 +123,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"  bounds: {shown}; limited by {d['limited_by']}")
         if chains:
             for part in chains["fragments"]:
+                floor = (f"; {part['floor_s']:.3g} s per work-item, the loop-free curve's least (each work-item's "
+                         f"fixed cost)" if part.get("floor_s") else "")
                 print(f"  region {part['fragment']}: a work-item's path {part['path_s']:.4g} s, {part['operations']} "
-                      f"operations, {part['overlap']:.3g} work-items at once per core ({part['source'].split(':')[0]})")
+                      f"operations, {part['overlap']:.3g} work-items at once per core ({part['source'].split(':')[0]})"
+                      f"{floor}")
             if chains.get("store_stall_s"):
                 print(f"  store stalls: {chains['store_stall_s']:.4g} s ({chains['store_stall_source']})")
             print(f"  one work-group on a core: {d['batch_s']:.4g} s; height k = {d['height']}")

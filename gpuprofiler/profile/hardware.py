@@ -278,6 +278,15 @@ class HardwareView:
         return self._curve(section if isinstance(section, dict) else None, "loopfree_curve", "overlap", by="ops")
 
     @property
+    def loopfree_floor_s(self) -> float | None:
+        """The least time a CPU core took per work-item on the loop-free curve (a point's ``op_s`` x ``ops``): its
+        fixed cost per work-item, which the shortest chains pay whatever their latency; None where not measured."""
+        section = self._data.get("concurrency")
+        times = [ops * op_s for ops, op_s in self._curve(section if isinstance(section, dict) else None,
+                                                          "loopfree_curve", "op_s", by="ops")]
+        return min(times) if times else None
+
+    @property
     def tlb_curve(self) -> list[tuple[float, float]]:
         """Translation's extra time per load against the pages a loop of loads cycles over: (pages, spread_s -
         packed_s, at least 0), increasing pages (empty where not measured, or where ``tlb.miss_s`` failed: a curve

@@ -461,9 +461,14 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
         ops = len(g.loops) + sum(a.kind in ACCESSES for a in g.arcs)
         overlap, source = cpu_overlap(hw, float(ops), lanes=lanes[k])
         path = _fragment_times(g, kernel, "overlap", cached)
-        per_group += group * path / overlap
+        per_item = path / overlap
+        floor = hw.loopfree_floor_s if lanes[k] else None
+        if floor:
+            per_item = np.maximum(per_item, floor)
+        per_group += group * per_item
         parts.append({"fragment": k, "path_s": float(path[0]), "operations": int(ops), "overlap": overlap,
-                      "lanes": lanes[k], "source": source})
+                      "lanes": lanes[k], "source": source, "item_s": float(per_item[0]),
+                      "floor_s": floor if floor and per_item[0] <= floor else None})
     # each barrier costs what the region after it does per work-item beyond its path: the profile's barrier whose
     # regions run in vector lanes, or the one whose regions run a work-item at a time
     for in_lanes in lanes[1:]:

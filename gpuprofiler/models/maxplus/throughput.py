@@ -241,20 +241,21 @@ def cpu_overlap(hw: HardwareView, ops: float, lanes: bool = False) -> tuple[floa
     ``concurrency.overlap_curve`` interpolated in log-log (its ends held beyond its range); None without it. With
     ``lanes`` (a fragment the compiler vectorises across work-items), its ``loopfree_curve`` where measured.
 
-    The looped curve is read as its upper envelope from the long end: a chain cannot keep fewer work-items in
-    progress than a longer one, so a point below a longer chain's is a measurement another tenant slowed (this VM's
-    PoCL once gave 0.77 at 1024 operations between 1.14 at 512 and 1.03 at 2048). The loop-free curve rises with
-    the chain (a short chain is dominated by each work-item's fixed cost) before the lanes fill: read as measured."""
+    Both curves are read as their upper envelope from the long end: a chain cannot keep fewer work-items in
+    progress than a longer one. On the looped curve a point below a longer chain's is a measurement another tenant
+    slowed (this VM's PoCL once gave 0.77 at 1024 operations between 1.14 at 512 and 1.03 at 2048). The loop-free
+    curve rises with the chain up to 16 operations because its short chains are held by each work-item's fixed
+    cost, not by their latency (:attr:`~gpuprofiler.profile.hardware.HardwareView.loopfree_floor_s`, which
+    :func:`~gpuprofiler.models.maxplus.models._cpu_chains` applies as a floor)."""
     if hw.kind != "cpu":
         return None
     if lanes and len(hw.loopfree_curve) >= 2:
         curve, name = hw.loopfree_curve, "loopfree_curve"
-        ys = np.log([max(y, 1e-3) for _, y in curve])
     else:
         curve, name = hw.overlap_curve, "overlap_curve"
         if len(curve) < 2:
             return None
-        ys = np.log(np.maximum.accumulate([max(y, 1e-3) for _, y in curve][::-1])[::-1])
+    ys = np.log(np.maximum.accumulate([max(y, 1e-3) for _, y in curve][::-1])[::-1])
     xs = np.log([x for x, _ in curve])
     value = float(np.exp(np.interp(math.log(max(ops, 1.0)), xs, ys)))
     return value, (f"concurrency.{name} at {ops:.4g} operations per work-item: {value:.3g} work-items at "

@@ -74,8 +74,10 @@ def test_a_barrier_inside_a_loop_leaves_its_fragments_loop_free():
 
 # ---- the loop-free curve ------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("ops,want", [(1, 4.0), (2, 4.0), (4, 8.0), (8, 16.0), (64, 12.0), (500, 12.0)])
-def test_lanes_read_the_loop_free_curve_as_measured(ops, want):
+@pytest.mark.parametrize("ops,want", [(1, 16.0), (2, 16.0), (4, 16.0), (8, 16.0), (64, 12.0), (500, 12.0)])
+def test_lanes_read_the_loop_free_curve_as_its_envelope_from_the_long_end(ops, want):
+    """A short chain keeps at least as many work-items in progress as a longer one: the curve's rise to 8
+    operations is each work-item's fixed cost (the floor below), not fewer chains at once."""
     hw = view(contiguous())
     assert cpu_overlap(hw, ops, lanes=True)[0] == pytest.approx(want, rel=1e-12)
     # without lanes, or without the loop-free curve, the looped curve
@@ -95,6 +97,26 @@ def test_a_lane_fragments_path_is_divided_by_the_loop_free_overlap_and_its_store
     per_core = math.ceil((1 << 16) / 256 / int(view(prof).compute_units.value))
     assert d["bounds_s"]["latency"] == pytest.approx(per_core * 256 * frag["path_s"] / frag["overlap"], rel=1e-12)
     assert d["bounds_s"]["issue"] == 0.0  # a lane fragment's issue limit is in its curve
+
+
+@pytest.mark.parametrize("floor", [None, 1e-12, 1e-8])
+def test_a_lane_fragment_takes_at_least_the_loop_free_curves_least_time_per_work_item(floor):
+    """The loop-free curve's shortest chains are held by each work-item's fixed cost: a fragment whose path over
+    the overlap is shorter than the least time per work-item the curve measured takes that time."""
+    prof = contiguous()
+    if floor is not None:  # the least of ops x op_s is the 8-operation point's
+        for point, op_s in zip(prof.data["concurrency"]["loopfree_curve"], (floor, floor / 8, floor)):
+            point["op_s"] = op_s
+    hw = view(prof)
+    assert hw.loopfree_floor_s == (pytest.approx(floor, rel=1e-12) if floor else None)
+    kernel = kernel_of(*VADD)
+    d = predict(kernel, parameters(prof, kernel), 1 << 16, 1 << 16).details
+    frag = d["cpu_chains"]["fragments"][0]
+    item = max(frag["path_s"] / frag["overlap"], floor or 0.0)
+    assert frag["item_s"] == pytest.approx(item, rel=1e-12)
+    assert frag["floor_s"] == (pytest.approx(floor, rel=1e-12) if floor == 1e-8 else None)
+    per_core = math.ceil((1 << 16) / 256 / int(hw.compute_units.value))
+    assert d["bounds_s"]["latency"] == pytest.approx(per_core * 256 * item, rel=1e-12)
 
 
 def test_each_barrier_costs_what_the_region_after_it_is():
