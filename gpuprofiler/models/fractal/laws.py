@@ -14,7 +14,9 @@
 
 Every law takes per-size samples (repeats), fits the per-size modelling figures (the fast runs' figure,
 :data:`gpuprofiler.measure.stats.MODEL_STATISTIC`), and predicts with a 95% interval that adds the fit's
-uncertainty, the misfit of the law and the uncertainty of the measured figures.
+uncertainty, the misfit of the law and, where the repeats say a figure is more uncertain than the misfit, the rest
+of that uncertainty (the misfit holds the small sizes' noise already: replaying a Zen 4 VM's run, counting it twice
+put 96% of 26 targets inside intervals of median width 1.57x, once 92% inside 1.55x).
 """
 
 from __future__ import annotations
@@ -67,11 +69,19 @@ class ScalingModel:
         self._fit(sizes, self.times_)
         return self
 
+    def residual_var(self) -> float:
+        """The fit's residual variance (relative, or in log): its own estimate of one figure's noise, which its
+        prediction variance already holds once."""
+        return float(getattr(self, "s2_rel_", getattr(self, "s2_", 0.0)))
+
     def predict(self, size: float) -> Prediction:
         value, log_sd, params = self._predict(float(size))
         dof = max(len(self.sizes_) - self.n_params, 1)
         t = stats.t.ppf(0.5 + CONFIDENCE / 2, dof)
-        half = min(t * math.sqrt(log_sd**2 + self.rep_var_), 700.0)  # a wider interval says nothing more
+        # the target's own measurement noise: the repeats' variance where it exceeds the residuals' (which the
+        # prediction variance holds already; adding both counted the small sizes' noise twice)
+        noise = max(self.rep_var_ - self.residual_var(), 0.0)
+        half = min(t * math.sqrt(log_sd**2 + noise), 700.0)  # a wider interval says nothing more
         return Prediction(size, value, value * math.exp(-half), value * math.exp(half), self.name, details=params)
 
     def predict_value(self, size: float) -> float:

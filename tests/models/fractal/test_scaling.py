@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from gpuprofiler.models.fractal.extrap import evaluate_model, text_format
 from gpuprofiler.models.fractal.extrapolate import extrapolate, major_phases, stable_from
@@ -58,6 +59,23 @@ def test_interval_covers_and_widens_with_repeat_spread():
     b = Fractal().fit(SIZES, loose).predict(8 * SIZES[-1])
     assert a.low <= a.seconds <= a.high and b.low <= b.seconds <= b.high
     assert (b.high - b.low) > (a.high - a.low)
+
+
+@pytest.mark.parametrize("scatter,repeat", [(0.0, 0.05), (0.05, 0.0), (0.05, 0.01), (0.01, 0.05)])
+def test_the_figures_noise_counts_once_in_the_interval(scatter, repeat):
+    """The residuals already hold the small sizes' measurement noise: the repeats' variance widens the interval
+    only by what it exceeds them (the target's own noise), never on top of them."""
+    rng = np.random.default_rng(3)
+    t = 1e-9 * SIZES * np.exp(scatter * rng.standard_normal(len(SIZES)))
+    samples = [v * np.exp(repeat * rng.standard_normal(12)) for v in t]
+    model = Fractal().fit(SIZES, samples)
+    target = 8 * SIZES[-1]
+    p = model.predict(target)
+    value, log_sd, _ = model._predict(float(target))
+    tq = stats.t.ppf(0.975, len(SIZES) - 2)
+    want = tq * math.sqrt(log_sd**2 + max(model.rep_var_ - model.s2_, 0.0))
+    assert math.log(p.high / p.seconds) == pytest.approx(want, rel=1e-9)
+    assert math.log(p.high / p.seconds) >= tq * log_sd * (1 - 1e-12)
 
 
 def test_choose_prefers_the_law_that_fits():
