@@ -11,8 +11,9 @@ The miss cost is the spread layout's extra time per access at the largest P, whe
 (each load a page walk), with the loads independent as in a column walk: what a core overlapping its walks pays
 per access, not one walk's latency. The reach is where the extra first reaches half that (log-interpolated, as a
 cache's size is where its latency curve crosses half-way): a set-associative TLB of E entries already misses on
-some of E random pages. On this VM's Zen 5 (PoCL): 0.31 ns packed, 0.37 ns spread at 2048 pages, 0.52 at 4096,
-1.4-2.1 ns at 8192-16384 pages.
+some of E random pages. The buffer is written before it is read: pages only ever read may all map one shared zero
+page. On a Zen 4 VM's PoCL (three runs): 0.6 ns packed; spread loads 0.5-0.8 ns more at 2896 pages, 2.6-3.2 at
+4096, 4.8-5.1 at 8192, 5.9-6.9 at 16384. Never written (two runs): 1.0-1.3 at 4096, 3.0 at 16384.
 """
 
 from __future__ import annotations
