@@ -12,8 +12,8 @@ The miss cost is the spread layout's extra time per access at the largest P, whe
 per access, not one walk's latency. The reach is where the extra first reaches half that (log-interpolated, as a
 cache's size is where its latency curve crosses half-way): a set-associative TLB of E entries already misses on
 some of E random pages. The buffer is written before it is read: pages only ever read may all map one shared zero
-page. On a Zen 4 VM's PoCL (three runs): 0.6 ns packed; spread loads 0.5-0.8 ns more at 2896 pages, 2.6-3.2 at
-4096, 4.8-5.1 at 8192, 5.9-6.9 at 16384. Never written (two runs): 1.0-1.3 at 4096, 3.0 at 16384.
+page. On a Zen 4 VM's PoCL (`scripts/tlb_written.py`, both buffers in the same rounds, two runs): 0.6 ns packed;
+spread loads 3.5-3.9 ns more at 4096 pages and 6.2 at 16384 written, 1.0 and 3.1-3.2 never written.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     kernel = build(backend, SOURCE, "sweep")
     out = backend.alloc(64)
     # Written, so that every page is the process's own: pages only ever read may all map one shared zero page,
-    # which a kernel's data never does (here that hid two thirds of the walks' cost at 3072-4096 pages).
+    # which a kernel's data never does (on a Zen 4 VM that hid about two thirds of the walks' cost at 2896-4096
+    # pages).
     buf = backend.to_device(np.ones(PAGES[-1] * PAGE_BYTES // 4, np.uint32))[0]
     policy = bench(quick, 0.1, 0.02)
     points = []
