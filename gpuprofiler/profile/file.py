@@ -60,8 +60,8 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
                                       "before: a tenant holding a core through the straight chains halved the "
                                       "curve)"),
     "tlb.curve": (2, "the buffer its loads read is written first (v1: never written, so its pages could all map "
-                     "one shared zero page: on a Zen 4 VM 3.0 ns extra per load at 16384 pages against 6.2 "
-                     "written, 1.3 against 3.2 at 4096)"),
+                     "one shared zero page: on a Zen 4 VM 3.1-3.2 ns extra per load at 16384 pages against 6.2 "
+                     "written, 1.0 against 3.5-3.9 at 4096)"),
     "tlb.miss_s": (2, "as tlb.curve"),
     "tlb.reach_pages": (2, "as tlb.curve"),
     "latency_curve": (2, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
