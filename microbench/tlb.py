@@ -55,6 +55,13 @@ def layouts(pages: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     return {"packed": packed, "spread": spread}
 
 
+def written_buffer(backend: Any, nbytes: int) -> Any:
+    """A device buffer of ``nbytes`` whose every page the process wrote: pages only ever read may all map one shared
+    zero page, which a kernel's data never does (on a Zen 4 VM that hid about two thirds of the walks' cost at
+    2896-4096 pages)."""
+    return backend.to_device(np.ones(nbytes // 4, np.uint32))[0]
+
+
 def per_access(backend: Any, kernel: Any, buf: Any, out: Any, offsets: dict[str, np.ndarray], policy: Any,
                rounds: int = ROUNDS) -> dict[str, float]:
     """Seconds per load of each layout (word offsets into ``buf``, the same count each): (T(2r) - T(r)) / (P r) for
@@ -98,10 +105,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     say(progress, f"tlb: independent loads over {PAGES[0]} .. {PAGES[-1]} lines, packed and one per 4 KiB page")
     kernel = build(backend, SOURCE, "sweep")
     out = backend.alloc(64)
-    # Written, so that every page is the process's own: pages only ever read may all map one shared zero page,
-    # which a kernel's data never does (on a Zen 4 VM that hid about two thirds of the walks' cost at 2896-4096
-    # pages).
-    buf = backend.to_device(np.ones(PAGES[-1] * PAGE_BYTES // 4, np.uint32))[0]
+    buf = written_buffer(backend, PAGES[-1] * PAGE_BYTES)
     policy = bench(quick, 0.1, 0.02)
     points = []
     for pages in PAGES:

@@ -19,7 +19,7 @@ from gpuprofiler import __version__
 from gpuprofiler.device import open_backend
 from gpuprofiler.measure.policy import bench
 from gpuprofiler.microbench.source import build
-from gpuprofiler.microbench.tlb import SOURCE, per_access
+from gpuprofiler.microbench.tlb import SOURCE, per_access, written_buffer
 
 PAGE_WORDS, LINE_WORDS = 1024, 16
 
@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     backend = open_backend(device)
     kernel = build(backend, SOURCE, "sweep")
     rng = np.random.default_rng(0)
-    buf = backend.to_device(np.ones((8192 * 4 + 8) * PAGE_WORDS, np.uint32))[0]
+    buf = written_buffer(backend, (8192 * 4 + 8) * PAGE_WORDS * 4)
     out = backend.alloc(4)
     policy = bench(True, 0.1, 0.02)
     print(f"# {backend.info.name} ({device}), gpuprofiler {__version__}, "

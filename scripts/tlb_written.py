@@ -18,7 +18,7 @@ from gpuprofiler import __version__
 from gpuprofiler.device import open_backend
 from gpuprofiler.measure.policy import bench
 from gpuprofiler.microbench.source import build
-from gpuprofiler.microbench.tlb import PAGE_BYTES, PAGES, SOURCE, layouts, per_access
+from gpuprofiler.microbench.tlb import PAGE_BYTES, PAGES, SOURCE, layouts, per_access, written_buffer
 
 
 def main(argv: list[str]) -> int:
@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
     kernel = build(backend, SOURCE, "sweep")
     out = backend.alloc(64)
     size = PAGES[-1] * PAGE_BYTES
-    buffers = {"written": backend.to_device(np.ones(size // 4, np.uint32))[0], "never written": backend.alloc(size)}
+    buffers = {"written": written_buffer(backend, size), "never written": backend.alloc(size)}
     policy = bench(True, 0.1, 0.02)
     rng = np.random.default_rng(5)
     print(f"# {backend.info.name} ({device}), gpuprofiler {__version__}, "

@@ -457,12 +457,13 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
     per_group = np.zeros(len(plist))
     parts = []
     lanes = [vector_lanes(g) for g in timed]
+    lane_floor = hw.loopfree_floor_s
     for k, g in enumerate(timed):
         ops = len(g.loops) + sum(a.kind in ACCESSES for a in g.arcs)
         overlap, source = cpu_overlap(hw, float(ops), lanes=lanes[k])
         path = _fragment_times(g, kernel, "overlap", cached)
         per_item = path / overlap
-        floor = hw.loopfree_floor_s if lanes[k] else None
+        floor = lane_floor if lanes[k] else None
         if floor:
             per_item = np.maximum(per_item, floor)
         per_group += group * per_item
