@@ -3,9 +3,14 @@ sizes (Escobar & Boppana's method and the laws past it, :mod:`.extrapolate`)."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 from typing import Any, Sequence
 
+import numpy as np
+from scipy import stats
+
+from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import (
     APPLIES,
     Applicability,
@@ -17,6 +22,7 @@ from gpuprofiler.models.base import (
 )
 from gpuprofiler.models.fractal.extrap import evaluate_model, extrap_command, extrap_models
 from gpuprofiler.models.fractal.extrapolate import Extrapolation, extrapolate
+from gpuprofiler.models.fractal.laws import CONFIDENCE
 from gpuprofiler.models.fractal.misses import miss_cost, regime_costs
 from gpuprofiler.models.fractal.regimes import regime_warnings, roofline, work_function
 from gpuprofiler.profile.hardware import view
@@ -33,6 +39,8 @@ def size_functions(item: Any, probe: int):
 
 
 RIVALS_WARN = 1.5  # rival laws apart by more than this at a target get a warning
+# the device models a sweep defers to where its sizes leave the device partly idle and the target fills it, in order
+DEVICE_MODELS = ("pipeline", "maxplus")
 
 
 class FractalPredictor(Predictor):
@@ -40,7 +48,9 @@ class FractalPredictor(Predictor):
 
     Parameters: ``coverage``, the share of the run the major phases cover; ``extrap``, also run Extra-P's
     default model as a baseline (None: where it is installed); ``cache``, let the cache-miss law (the kernel's
-    sampled address stream against the profile's caches) compete.
+    sampled address stream against the profile's caches) compete; ``device_model``, predict a target that fills
+    the device from a model of the device (the PTX pipeline, else max-plus) where every small size leaves part of
+    it idle (:meth:`underfilled`): no law fitted there can know how much faster a full device works.
     """
 
     name = "fractal"
@@ -48,10 +58,12 @@ class FractalPredictor(Predictor):
     description = "fractal extrapolation from a small-size sweep (Escobar & Boppana) with overhead, work, cache laws"
     needs_measurements = True
 
-    def __init__(self, coverage: float = 0.7, extrap: bool | None = None, cache: bool = True):
+    def __init__(self, coverage: float = 0.7, extrap: bool | None = None, cache: bool = True,
+                 device_model: bool = True):
         self.coverage = coverage
         self.extrap = extrap
         self.cache = cache
+        self.device_model = device_model
 
     def applies_to(self, item: Any, profile: Any) -> Applicability:
         if not isinstance(item, (KernelSpec, App)):
@@ -74,6 +86,7 @@ class FractalPredictor(Predictor):
         self.extrapolation_ = extrapolate(measurements, coverage=self.coverage, c0=c0, working_set=self.working_set_,
                                           curve=hw.bandwidth_curve or None, work=work,
                                           cache_cost=roofline(item, profile), misses=self.misses_)
+        self.device_model_: tuple | None | bool = False  # fitted on first use (:meth:`_device_model`)
         self.extrap_models_: dict[str, str] | None = None
         self.extrap_error_: str | None = None
         if self.extrap or (self.extrap is None and extrap_command() is not None):
@@ -110,6 +123,44 @@ class FractalPredictor(Predictor):
             return laws["cache-miss"].predict_value(target) - laws["work"].predict_value(target)
         return None
 
+    def underfilled(self, target: int) -> tuple[float, float] | None:
+        """(the most work-items of any small size, the device's concurrency) where every small size launches fewer
+        work-items than the device runs at once (the profile's ``concurrency.work_items``) and ``target`` launches
+        at least as many; else None. Below that count a GPU's time is a work-item's latency, not the work's
+        throughput, and how much faster a full device works is not in the sweep (the H100's matmul_naive from 32..128
+        to 1024: every law fitted there missed by +70% or more)."""
+        if not isinstance(self.item_, KernelSpec) or self.work_items_ is None:
+            return None
+        conc = view(self.profile_).figure("concurrency.work_items")
+        if not conc.ok or not conc.value or conc.value <= 1:
+            return None
+        try:
+            most = max(float(self.work_items_(n)) for n in self.small_sizes_)
+            at_target = float(self.work_items_(target))
+        except (UserError, ValueError, ArithmeticError, TypeError):
+            return None
+        return (most, float(conc.value)) if most < conc.value <= at_target else None
+
+    def _device_model(self) -> tuple | None:
+        """The first of :data:`DEVICE_MODELS` that takes the item on the profile's device, fitted, with the log of
+        measured over predicted time at each small size (what its interval is made of); None where none does."""
+        if self.device_model_ is not False:
+            return self.device_model_
+        from gpuprofiler.models import registry
+
+        self.device_model_ = None
+        sub = self.extrapolation_.sweep.subset(self.extrapolation_.used)
+        for name in DEVICE_MODELS:
+            try:
+                model = registry.create(name).fit(self.item_, self.profile_)
+                small = np.array([p.seconds for p in model.predict(sub.sizes)], float)
+            except (UserError, ValueError, ArithmeticError, KeyError, RuntimeError, OSError):  # not this one
+                continue
+            if np.all(np.isfinite(small) & (small > 0)):
+                self.device_model_ = (name, model, np.log(sub.figures() / small))
+                break
+        return self.device_model_
+
     def predict(self, sizes: Sequence[int]) -> list[Prediction]:
         """One prediction per target; its details are the ``extrapolate --json`` record without the check."""
         self._fitted()
@@ -134,12 +185,39 @@ class FractalPredictor(Predictor):
                 rec["extrap_error"] = str(exc)
         rec["small_sizes"] = self.small_sizes_
         rec["warnings"] = list(warnings)
-        lo, hi = rec.get("rivals_s", [chosen.seconds, chosen.seconds])
+        seconds, low, high, summary = chosen.seconds, chosen.low, chosen.high, chosen.summary
+        idle = self.underfilled(t) if self.device_model else None
+        device = self._device_model() if idle else None
+        if device is not None:
+            name, model, logs = device
+            got = model.predict([t])[0]
+            # the model's own misses at the small sizes make its interval: a t interval on their log ratios
+            half = (float(stats.t.ppf(0.5 + CONFIDENCE / 2, max(len(logs) - 1, 1)))
+                    * math.sqrt(float(np.mean(logs**2))))
+            rec.update({"law_s": seconds, "law": summary, "law_interval_s": [low, high], "device_model": name,
+                        "device_model_small_errors": [float(v) for v in np.expm1(-logs)]})
+            seconds, summary = got.seconds, f"{name} (device filled only at the target)"
+            low, high = seconds * math.exp(-half), seconds * math.exp(half)
+            positive_time(seconds, f"{name} at {t}")
+            rec.update({"predicted_s": seconds, "interval_s": [low, high], "model": summary})
+            rlo, rhi = rec.get("rivals_s", [rec["law_s"], rec["law_s"]])
+            rec["rivals_s"] = [min(rlo, seconds), max(rhi, seconds)]
+            rec["warnings"].append(
+                f"target {t}: every small size leaves the device partly idle (at most {idle[0]:.0f} work-items of the "
+                f"{idle[1]:.0f} it runs at once) and the target fills it: predicted by the {name} model of the device "
+                f"({seconds:.4g} s; it missed the small sizes by {_percent_range(rec['device_model_small_errors'])}), "
+                f"not by the {rec['law']} law fitted to them ({rec['law_s']:.4g} s)")
+        lo, hi = rec.get("rivals_s", [seconds, seconds])
         if lo > 0 and hi / lo > RIVALS_WARN:
             rec["warnings"].append(f"target {t}: the small sizes cannot tell the scaling laws apart: they predict "
                                    f"{lo:.4g} .. {hi:.4g} s ({hi / lo:.2g}x); the interval is the chosen law's own "
                                    "(measure more or larger small sizes to decide)")
-        return Prediction(t, chosen.seconds, chosen.low, chosen.high, self.name, chosen.summary, rec)
+        return Prediction(t, seconds, low, high, self.name, summary, rec)
+
+
+def _percent_range(errors: Sequence[float]) -> str:
+    lo, hi = min(errors) * 100, max(errors) * 100
+    return f"{lo:+.0f}%" if round(lo) == round(hi) else f"{lo:+.0f}% .. {hi:+.0f}%"
 
 
 def check_record(record: dict[str, Any], measured: Sweep) -> dict[str, Any]:
