@@ -59,6 +59,11 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
                                       "in the same rounds as the straight chains (v1: the overlap curve's, timed "
                                       "before: a tenant holding a core through the straight chains halved the "
                                       "curve)"),
+    "instructions.barrier": (2, "time per barrier from the fastest runs (10th percentile) of k and 2k steps, a "
+                                "kernel's modelling figure (v1: their medians; a work-group's runs on a CPU are "
+                                "bimodal, and where the slow mode held most of them a Zen 4 VM's scalar barrier read "
+                                "98-126 ns against 69-74 by the fastest runs of the same rounds)"),
+    "instructions.barrier_scalar": (2, "as instructions.barrier"),
     "tlb.curve": (2, "the buffer its loads read is written first (v1: never written, so its pages could all map "
                      "one shared zero page: on a Zen 4 VM 3.1-3.2 ns extra per load at 16384 pages against 6.2 "
                      "written, 1.0 against 3.5-3.9 at 4096)"),

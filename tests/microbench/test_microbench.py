@@ -240,6 +240,21 @@ def test_a_region_updated_in_place_costs_a_cpu_more_than_one_it_runs_in_lanes(po
     assert "in place" in scalar["latency_s"]["method"]
 
 
+def test_the_barrier_figure_is_its_fastest_block():
+    """Blocks spread over the section: a slow spell that held one block (its fastest runs too) is not the figure;
+    blocks that measured nothing are listed as such."""
+    def block(ns, ok=True):
+        if not ok:
+            return {"status": "failed", "latency_s": {"status": "failed", "reason": "chain does not scale"}}
+        return {"status": "ok", "latency_s": {"value": ns * 1e-9, "unit": "s"}, "chain_ratio": 2.0}
+
+    got = instructions_cl.fastest_block([block(108.3), block(69.2), block(0, ok=False)])
+    assert got["latency_s"]["value"] == pytest.approx(69.2e-9) and got["status"] == "ok"
+    assert got["blocks_s"] == [pytest.approx(108.3e-9), pytest.approx(69.2e-9), None]
+    failed = instructions_cl.fastest_block([block(0, ok=False), block(0, ok=False)])
+    assert failed["status"] == "failed" and failed["blocks_s"] == [None, None]
+
+
 def test_transfer_quick(pocl):
     r = transfer.measure(pocl, quick=True)
     assert r["htod_Bps"]["value"] > 1e8 and r["dtoh_Bps"]["value"] > 1e8
@@ -264,6 +279,11 @@ def test_calibrate_quick_writes_the_profile(tmp_path):
     assert len(p.data["concurrency"]["overlap_curve"]) == len(concurrency.OVERLAP_ITERS)
     assert len(p.data["concurrency"]["loopfree_curve"]) == len(concurrency.LOOPFREE_OPS)
     assert p.get("instructions.barrier_scalar.latency_s") > 0 and p.data["bandwidth"]["layout"] == "contiguous"
+    for key in ("barrier", "barrier_scalar"):  # the fastest of the blocks spread over the section
+        got = p.data["instructions"][key]
+        assert len(got["blocks_s"]) == instructions_cl.BARRIER_BLOCKS
+        assert got["latency_s"]["value"] == min(v for v in got["blocks_s"] if v is not None)
+        assert p.data["method_versions"][f"instructions.{key}"] == 2
     assert len(p.data["bandwidth"]["stream_curve"]) == len(bandwidth.STREAM_COUNTS)
     assert p.data["method_versions"]["bandwidth.by_width"] == 2
     assert p.data["caches"] and all(c["size_bytes"] > 0 and c["latency_s"] > 0 for c in p.data["caches"])
