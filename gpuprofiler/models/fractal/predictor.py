@@ -24,7 +24,7 @@ from gpuprofiler.models.fractal.extrap import evaluate_model, extrap_command, ex
 from gpuprofiler.models.fractal.extrapolate import Extrapolation, extrapolate
 from gpuprofiler.models.fractal.laws import CONFIDENCE
 from gpuprofiler.models.fractal.misses import miss_cost, regime_costs
-from gpuprofiler.models.fractal.regimes import regime_warnings, roofline, work_function
+from gpuprofiler.models.fractal.regimes import cache_boundaries, regime_warnings, roofline, work_function
 from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.apps import App
 from gpuprofiler.workloads.spec import KernelSpec
@@ -50,7 +50,8 @@ class FractalPredictor(Predictor):
     default model as a baseline (None: where it is installed); ``cache``, let the cache-miss law (the kernel's
     sampled address stream against the profile's caches) compete; ``device_model``, predict a target that fills
     the device from a model of the device (the PTX pipeline, else max-plus) where every small size leaves part of
-    it idle (:meth:`underfilled`): no law fitted there can know how much faster a full device works.
+    it idle and the target stays in the caches that held them (:meth:`defers_to_device`): no law fitted there can
+    know how much faster a full device works.
     """
 
     name = "fractal"
@@ -141,6 +142,24 @@ class FractalPredictor(Predictor):
             return None
         return (most, float(conc.value)) if most < conc.value <= at_target else None
 
+    def defers_to_device(self, target: int) -> tuple[float, float] | None:
+        """:meth:`underfilled` where the device's filling is the only regime the target crosses: where its working
+        set also leaves the last-level cache that holds the small sizes', the cache-miss law (which counts the
+        filling too) prices that crossing from the sweep, and a device model alone is not trusted with it (on an
+        H200, conv3d from 120..151 to 300, 26 MiB to 206 MiB: the PTX pipeline +150%, the cache-miss law +9%)."""
+        idle = self.underfilled(target)
+        bounds = cache_boundaries(self.profile_) if idle else []
+        if idle and bounds and self.working_set_ is not None:
+            llc = max(size for _, size in bounds)
+            try:
+                small = max(float(self.working_set_(n)) for n in self.small_sizes_)
+                past = float(self.working_set_(target)) > llc >= small
+            except (UserError, ValueError, ArithmeticError, TypeError):
+                past = False
+            if past:
+                return None
+        return idle
+
     def _device_model(self) -> tuple | None:
         """The first of :data:`DEVICE_MODELS` that takes the item on the profile's device, fitted, with the log of
         measured over predicted time at each small size (what its interval is made of); None where none does."""
@@ -186,7 +205,7 @@ class FractalPredictor(Predictor):
         rec["small_sizes"] = self.small_sizes_
         rec["warnings"] = list(warnings)
         seconds, low, high, summary = chosen.seconds, chosen.low, chosen.high, chosen.summary
-        idle = self.underfilled(t) if self.device_model else None
+        idle = self.defers_to_device(t) if self.device_model else None
         device = self._device_model() if idle else None
         if device is not None:
             name, model, logs = device

@@ -64,10 +64,12 @@ def spec(tmp_path):
     return load_spec(tmp_path / "mm.toml")
 
 
-def profile(concurrency=CONCURRENCY):
+def profile(concurrency=CONCURRENCY, cache_bytes=None):
     data = {"bandwidth": {"read_Bps": entry(2e12, "B/s", "test")},
             "launch": {"event_s": entry(3e-6, "s", "test")},
             "instructions": {"float_fma": {"throughput_ops_per_s": entry(5e13, "op/s", "test")}}}
+    if cache_bytes is not None:
+        data["caches"] = [{"level": 2, "name": "L2", "size_bytes": cache_bytes, "latency_s": 2e-7}]
     if concurrency is not None:
         data["concurrency"] = {"work_items": entry(concurrency, "work-items", "test")}
     return Profile(data)
@@ -172,6 +174,19 @@ def test_without_the_option_or_where_no_device_model_takes_the_kernel_the_law_st
     monkeypatch.setattr(fractal_predictor, "DEVICE_MODELS", ("refuses_device",))
     kept = FractalPredictor(extrap=False).fit(item, profile(), times).predict([1024])[0]
     assert kept.seconds == pytest.approx(law.seconds) and "device_model" not in kept.details
+
+
+def test_a_target_that_also_leaves_the_last_level_cache_keeps_the_law(tmp_path, device_models):
+    """The working set (8 n^2 bytes) of every small size within a 1 MiB last level, the target's (8 MiB) past it:
+    that crossing is the cache-miss law's to price, so the device model is not used alone; with the cache past the
+    target too it is."""
+    item, times = spec(tmp_path), sweep(latency_bound(SMALL))
+    crossing = FractalPredictor(extrap=False).fit(item, profile(cache_bytes=2**20), times)
+    assert crossing.underfilled(1024) is not None and crossing.defers_to_device(1024) is None
+    assert "device_model" not in crossing.predict([1024])[0].details
+    within = FractalPredictor(extrap=False).fit(item, profile(cache_bytes=2**24), times)
+    assert within.defers_to_device(1024) == (128 * 128, CONCURRENCY)
+    assert within.predict([1024])[0].details["device_model"] == "fake_device"
 
 
 @pytest.mark.nvcc
