@@ -207,9 +207,14 @@ class FractalPredictor(Predictor):
         seconds, low, high, summary = chosen.seconds, chosen.low, chosen.high, chosen.summary
         idle = self.defers_to_device(t) if self.device_model else None
         device = self._device_model() if idle else None
+        got = None
         if device is not None:
-            name, model, logs = device
-            got = model.predict([t])[0]
+            try:
+                got = device[1].predict([t])[0]
+            except (UserError, ValueError, ArithmeticError, KeyError, RuntimeError, OSError):
+                pass  # the model cannot take the target: the law stays
+        if got is not None and math.isfinite(got.seconds) and got.seconds > 0:
+            name, _, logs = device
             # the model's own misses at the small sizes make its interval: a t interval on their log ratios
             half = (float(stats.t.ppf(0.5 + CONFIDENCE / 2, max(len(logs) - 1, 1)))
                     * math.sqrt(float(np.mean(logs**2))))
@@ -217,7 +222,6 @@ class FractalPredictor(Predictor):
                         "device_model_small_errors": [float(v) for v in np.expm1(-logs)]})
             seconds, summary = got.seconds, f"{name} (device filled only at the target)"
             low, high = seconds * math.exp(-half), seconds * math.exp(half)
-            positive_time(seconds, f"{name} at {t}")
             rec.update({"predicted_s": seconds, "interval_s": [low, high], "model": summary})
             rlo, rhi = rec.get("rivals_s", [rec["law_s"], rec["law_s"]])
             rec["rivals_s"] = [min(rlo, seconds), max(rhi, seconds)]

@@ -113,13 +113,22 @@ class Refuses(FakeDevice):
         raise NotApplicable("refuses_device: not this kernel")
 
 
+class FailsAtTarget(FakeDevice):
+    name = "fails_at_target"
+
+    def predict(self, sizes):
+        if max(sizes) > max(SMALL):
+            raise ValueError("fails_at_target: no such launch")
+        return super().predict(sizes)
+
+
 @pytest.fixture
 def device_models(monkeypatch):
-    for cls in (FakeDevice, Refuses):
+    for cls in (FakeDevice, Refuses, FailsAtTarget):
         registry.register(cls)
     monkeypatch.setattr(fractal_predictor, "DEVICE_MODELS", ("refuses_device", "fake_device"))
     yield
-    for cls in (FakeDevice, Refuses):
+    for cls in (FakeDevice, Refuses, FailsAtTarget):
         registry.unregister(cls.name)
 
 
@@ -171,9 +180,10 @@ def test_without_the_option_or_where_no_device_model_takes_the_kernel_the_law_st
     law = FractalPredictor(extrap=False, device_model=False).fit(item, profile(), times).predict([1024])[0]
     assert "device_model" not in law.details
     assert not any("partly idle" in w for w in law.details["warnings"])
-    monkeypatch.setattr(fractal_predictor, "DEVICE_MODELS", ("refuses_device",))
-    kept = FractalPredictor(extrap=False).fit(item, profile(), times).predict([1024])[0]
-    assert kept.seconds == pytest.approx(law.seconds) and "device_model" not in kept.details
+    for only in ("refuses_device", "fails_at_target"):  # refused at the fit, or at the target alone
+        monkeypatch.setattr(fractal_predictor, "DEVICE_MODELS", (only,))
+        kept = FractalPredictor(extrap=False).fit(item, profile(), times).predict([1024])[0]
+        assert kept.seconds == pytest.approx(law.seconds) and "device_model" not in kept.details
 
 
 def test_a_target_that_also_leaves_the_last_level_cache_keeps_the_law(tmp_path, device_models):
