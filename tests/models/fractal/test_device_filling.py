@@ -202,7 +202,8 @@ def test_a_target_that_also_leaves_the_last_level_cache_keeps_the_law(tmp_path, 
 @pytest.mark.nvcc
 def test_the_h100s_matmul_from_launches_that_leave_it_idle_is_the_pipeline_models():
     """The committed H100 sweep of matmul_naive, 32..128 (1024 to 16384 threads of the 64753 it runs at once), to
-    1024: every law fitted to the sweep over-predicts by 70% or more; the PTX pipeline model of the device does not."""
+    1024: the law chosen on the sweep over-predicts by 70% (its rivals under-predict by up to 96%); the PTX pipeline
+    model of the device misses by 4%."""
     from gpuprofiler.workloads.sweep import load_target
 
     records = read_records(FIXTURES / "replay" / "h100_matmul_naive.jsonl")
