@@ -20,6 +20,50 @@ PTX_FIXTURES = FIXTURES / "ptx"
 POCL_PROFILE = FIXTURES / "profiles" / "pocl.json"
 H100_PROFILE = FIXTURES / "profiles" / "h100.json"
 
+# a matrix-product spec with an empty kernel: the size, launch, arrays and declared work of a real one, for the
+# laws and rules that read a spec but run nothing; ``extra`` adds top-level keys (small, target, size_multiple)
+TOY_MATMUL = """
+name = "mm"
+kernel = "mm"
+size = "n"
+{extra}
+[source]
+opencl = "mm.cl"
+
+[[args]]
+name = "n"
+dtype = "int32"
+value = "n"
+
+[[args]]
+name = "A"
+dtype = "float32"
+shape = ["n", "n"]
+
+[[args]]
+name = "C"
+dtype = "float32"
+shape = ["n", "n"]
+output = true
+
+[launch]
+global = ["n", "n"]
+local = [16, 16]
+
+[work]
+flops = "2*n*n*n"
+bytes = "8*n*n"
+"""
+
+
+def toy_matmul(folder, extra=""):
+    """:data:`TOY_MATMUL` written into ``folder`` and loaded."""
+    from gpuprofiler.workloads.spec import load_spec
+
+    (folder / "mm.cl").write_text("__kernel void mm(int n, __global float *A, __global float *C) {}")
+    (folder / "mm.toml").write_text(TOY_MATMUL.format(extra=extra))
+    return load_spec(folder / "mm.toml")
+
 
 def pocl_id():
     """The first PoCL device that can compile kernels on this CPU (else the first PoCL device)."""

@@ -24,7 +24,13 @@ from gpuprofiler.models.fractal.extrap import evaluate_model, extrap_command, ex
 from gpuprofiler.models.fractal.extrapolate import Extrapolation, extrapolate
 from gpuprofiler.models.fractal.laws import CONFIDENCE
 from gpuprofiler.models.fractal.misses import miss_cost, regime_costs
-from gpuprofiler.models.fractal.regimes import cache_boundaries, regime_warnings, roofline, work_function
+from gpuprofiler.models.fractal.regimes import (
+    cache_boundaries,
+    concurrency,
+    regime_warnings,
+    roofline,
+    work_function,
+)
 from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.apps import App
 from gpuprofiler.workloads.spec import KernelSpec
@@ -41,6 +47,8 @@ def size_functions(item: Any, probe: int):
 RIVALS_WARN = 1.5  # rival laws apart by more than this at a target get a warning
 # the device models a sweep defers to where its sizes leave the device partly idle and the target fills it, in order
 DEVICE_MODELS = ("pipeline", "maxplus")
+# what a device model raises for a kernel or a launch it cannot take (then the law stays)
+MODEL_FAILURES = (UserError, ValueError, ArithmeticError, KeyError, RuntimeError, OSError)
 
 
 class FractalPredictor(Predictor):
@@ -132,15 +140,15 @@ class FractalPredictor(Predictor):
         to 1024: every law fitted there missed by +70% or more)."""
         if not isinstance(self.item_, KernelSpec) or self.work_items_ is None:
             return None
-        conc = view(self.profile_).figure("concurrency.work_items")
-        if not conc.ok or not conc.value or conc.value <= 1:
+        conc = concurrency(self.profile_)
+        if conc is None:
             return None
         try:
             most = max(float(self.work_items_(n)) for n in self.small_sizes_)
             at_target = float(self.work_items_(target))
         except (UserError, ValueError, ArithmeticError, TypeError):
             return None
-        return (most, float(conc.value)) if most < conc.value <= at_target else None
+        return (most, conc) if most < conc <= at_target else None
 
     def defers_to_device(self, target: int) -> tuple[float, float] | None:
         """:meth:`underfilled` where the device's filling is the only regime the target crosses: where its working
@@ -173,7 +181,7 @@ class FractalPredictor(Predictor):
             try:
                 model = registry.create(name).fit(self.item_, self.profile_)
                 small = np.array([p.seconds for p in model.predict(sub.sizes)], float)
-            except (UserError, ValueError, ArithmeticError, KeyError, RuntimeError, OSError):  # not this one
+            except MODEL_FAILURES:  # not this one
                 continue
             if np.all(np.isfinite(small) & (small > 0)):
                 self.device_model_ = (name, model, np.log(sub.figures() / small))
@@ -211,7 +219,7 @@ class FractalPredictor(Predictor):
         if device is not None:
             try:
                 got = device[1].predict([t])[0]
-            except (UserError, ValueError, ArithmeticError, KeyError, RuntimeError, OSError):
+            except MODEL_FAILURES:
                 pass  # the model cannot take the target: the law stays
         if got is not None and math.isfinite(got.seconds) and got.seconds > 0:
             name, _, logs = device

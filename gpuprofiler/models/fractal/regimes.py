@@ -146,6 +146,13 @@ def work_function(item, profile, probe: int):
     return None if law is None else filling(law, item, profile)
 
 
+def concurrency(profile) -> float | None:
+    """The work-items the device runs at once (``concurrency.work_items``) where it runs more than one; else None
+    (unmeasured, or a device that fills at once)."""
+    conc = view(profile).figure("concurrency.work_items")
+    return float(conc.value) if conc.ok and conc.value and conc.value > 1 else None
+
+
 def filling(law, item, profile):
     """``law`` with the device filling up: W(n) * max(1, C / w(n)), w(n) the work-items of the launch at n and C
     the work-items the device runs at once (``concurrency.work_items``). Below C the time is that of C work-items
@@ -154,8 +161,8 @@ def filling(law, item, profile):
     per-work cost four times too high. Unchanged without the figure (and on a CPU, whose few cores fill at once)."""
     from gpuprofiler.workloads.sweep import work_items
 
-    conc = view(profile).figure("concurrency.work_items")
-    if not conc.ok or not conc.value or conc.value <= 1:
+    conc = concurrency(profile)
+    if conc is None:
         return law
 
     def filled(n: float) -> float:
@@ -164,7 +171,7 @@ def filling(law, item, profile):
         except (UserError, ValueError, ArithmeticError, TypeError):
             items = None
         w = float(law(n))
-        return w * max(1.0, conc.value / items) if items else w
+        return w * max(1.0, conc / items) if items else w
 
     return filled
 

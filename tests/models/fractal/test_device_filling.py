@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import FIXTURES, H100_PROFILE
+from conftest import FIXTURES, H100_PROFILE, toy_matmul
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -17,41 +17,7 @@ from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
 from gpuprofiler.models.fractal import predictor as fractal_predictor
 from gpuprofiler.models.fractal.predictor import FractalPredictor
 from gpuprofiler.profile.file import Profile, entry, load_profile
-from gpuprofiler.workloads.spec import load_spec
 from gpuprofiler.workloads.sweep import Sweep, from_records
-
-SPEC = """
-name = "mm"
-kernel = "mm"
-size = "n"
-
-[source]
-opencl = "mm.cl"
-
-[[args]]
-name = "n"
-dtype = "int32"
-value = "n"
-
-[[args]]
-name = "A"
-dtype = "float32"
-shape = ["n", "n"]
-
-[[args]]
-name = "C"
-dtype = "float32"
-shape = ["n", "n"]
-output = true
-
-[launch]
-global = ["n", "n"]
-local = [16, 16]
-
-[work]
-flops = "2*n*n*n"
-bytes = "8*n*n"
-"""
 
 SMALL = [32, 48, 64, 80, 96, 128]  # 1024 .. 16384 work-items
 CONCURRENCY = 65536.0  # a 256 x 256 launch fills the device
@@ -59,9 +25,7 @@ DEVICE_S = 2e-12  # the fake device model's seconds per flop
 
 
 def spec(tmp_path):
-    (tmp_path / "mm.cl").write_text("__kernel void mm(int n, __global float *A, __global float *C) {}")
-    (tmp_path / "mm.toml").write_text(SPEC)
-    return load_spec(tmp_path / "mm.toml")
+    return toy_matmul(tmp_path)
 
 
 def profile(concurrency=CONCURRENCY, cache_bytes=None):

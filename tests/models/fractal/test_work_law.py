@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import H100_PROFILE, POCL_PROFILE
+from conftest import H100_PROFILE, POCL_PROFILE, toy_matmul
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,44 +30,8 @@ POCL = load_profile(POCL_PROFILE)
 
 SIZES = np.array([100, 126, 159, 200, 252, 317, 400, 504], float)
 
-MATMUL = """
-name = "mm"
-kernel = "mm"
-size = "n"
-{extra}
-[source]
-opencl = "mm.cl"
-
-[[args]]
-name = "n"
-dtype = "int32"
-value = "n"
-
-[[args]]
-name = "A"
-dtype = "float32"
-shape = ["n", "n"]
-
-[[args]]
-name = "C"
-dtype = "float32"
-shape = ["n", "n"]
-output = true
-
-[launch]
-global = ["n", "n"]
-local = [16, 16]
-
-[work]
-flops = "2*n*n*n"
-bytes = "8*n*n"
-"""
-
-
 def spec(tmp_path, extra=""):
-    (tmp_path / "mm.cl").write_text("__kernel void mm(int n, __global float *A, __global float *C) {}")
-    (tmp_path / "mm.toml").write_text(MATMUL.format(extra=extra))
-    return load_spec(tmp_path / "mm.toml")
+    return toy_matmul(tmp_path, extra)
 
 
 def profile(fma=True):
