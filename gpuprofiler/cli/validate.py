@@ -201,11 +201,11 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
 def choose(args: argparse.Namespace, outdir: Path, info, calibrate) -> tuple:
     """The run's profile and its name: ``--profile``; else OUTDIR's from an earlier run (not with ``--fresh``);
     else the stored profile of the device ``info`` describes, copied into OUTDIR so the run's folder holds what it
-    used; else a calibration into OUTDIR (``calibrate(path, quick=, only=, resume=)``)."""
+    used, unless some of its figures were measured with methods since replaced; else a calibration into OUTDIR (``calibrate(path, quick=, only=, resume=)``)."""
     import shutil
 
     from gpuprofiler.calibrate.driver import missing_sections
-    from gpuprofiler.profile.file import load_profile
+    from gpuprofiler.profile.file import load_profile, superseded
     from gpuprofiler.profile.locate import choose_profile, how_to_make
 
     kept = outdir / "profile.json"
@@ -228,6 +228,13 @@ def choose(args: argparse.Namespace, outdir: Path, info, calibrate) -> tuple:
         return calibrate(kept, quick=args.quick, only=missing, resume=profile), str(kept)
     outdir.mkdir(parents=True, exist_ok=True)
     stored = choose_profile(None, info)
+    stale = superseded(stored.profile.data) if stored.profile is not None else []
+    if stale:
+        progress(f"the stored profile {stored.path} (calibrated {stored.profile.data.get('created', '?')}) measured "
+                 f"{', '.join(stale)} with methods since replaced: not validating against it; calibrating "
+                 f"{info.id} ({'quick' if args.quick else 'full'}) into {kept} (`gpuprofiler calibrate` refreshes "
+                 f"the stored one)")
+        return calibrate(kept, quick=args.quick), str(kept)
     if stored.profile is not None:
         progress(f"{stored.message}; copied to {kept}")
         shutil.copyfile(stored.path, kept)

@@ -88,6 +88,12 @@ def method_version(data: dict[str, Any], key: str) -> int:
     return int(found) if isinstance(found, int) and not isinstance(found, bool) and found >= 1 else 1
 
 
+def superseded(data: dict[str, Any]) -> list[str]:
+    """The figures ``data`` holds that it measured with an older method than this gpuprofiler's (a profile
+    calibrated before the method changed): the models read them as the new method's figures, so they are stale."""
+    return [k for k, v in method_versions_present(data).items() if method_version(data, k) < v]
+
+
 def method_versions_present(data: dict[str, Any]) -> dict[str, int]:
     """The current method versions of the changed figures that ``data`` holds: what a calibration that
     measured them all records as ``method_versions``."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from gpuprofiler.device.base import DeviceInfo
 from gpuprofiler.measure.storage import default_path
-from gpuprofiler.profile.file import Profile, load_profile
+from gpuprofiler.profile.file import Profile, load_profile, superseded
 
 
 @dataclass
@@ -47,4 +47,11 @@ def choose_profile(given: str | Path | None, device: DeviceInfo | None) -> Profi
     if not path.is_file():
         return ProfileChoice(None, f"no --profile given and no stored profile for {device.id} ({device.name}) at "
                                    f"{path}: {how_to_make(device)}")
-    return ProfileChoice(load_profile(path), f"using the stored profile of {device.id} ({device.name}): {path}")
+    profile = load_profile(path)
+    message = f"using the stored profile of {device.id} ({device.name}): {path}"
+    stale = superseded(profile.data)
+    if stale:
+        message += (f" (calibrated {profile.data.get('created', '?')}; {len(stale)} of its figures were measured with "
+                    f"methods since replaced: {', '.join(stale)}; `gpuprofiler calibrate --device {device.id}` "
+                    f"measures them afresh)")
+    return ProfileChoice(profile, message)

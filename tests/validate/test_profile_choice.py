@@ -1,5 +1,6 @@
 """Which profile ``validate`` uses without ``--profile``: OUTDIR's from an earlier run, else the device's stored
-one (copied into OUTDIR), else a calibration; ``--fresh`` never reuses OUTDIR's."""
+one (copied into OUTDIR) unless methods changed since it was measured, else a calibration; ``--fresh`` never
+reuses OUTDIR's."""
 
 import argparse
 import json
@@ -11,7 +12,7 @@ from conftest import POCL_PROFILE
 
 from gpuprofiler.cli.validate import choose
 from gpuprofiler.device.base import DeviceInfo
-from gpuprofiler.profile.file import load_profile
+from gpuprofiler.profile.file import load_profile, method_versions_present, superseded
 
 DEVICE = DeviceInfo("opencl:0:0", "opencl", "Test CPU", "V", "cpu", 2, 1000.0, 1 << 30, 1 << 16, 1024, "d",
                     platform="Portable Computing Language")
@@ -35,11 +36,15 @@ def args(**kw):
     return argparse.Namespace(**{"profile": None, "fresh": False, "quick": True, **kw})
 
 
-def stored_profile(tmp_path, marker):
+def stored_profile(tmp_path, marker, current=True):
+    """The test profile stored for DEVICE; ``current``: as this gpuprofiler's calibration writes it (every figure
+    by today's method), else as calibrated before some methods changed (the fixture as it is)."""
     path = tmp_path / "results" / DEVICE.slug / "profile.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     data = json.loads(POCL_PROFILE.read_text())
     data["host"] = marker
+    if current:
+        data["method_versions"] = method_versions_present(data)
     path.write_text(json.dumps(data))
     return path
 
@@ -63,6 +68,32 @@ def test_stored_profile_is_copied_and_then_reused(world):
     assert profile.data["host"] == "newer" and calls == []
 
 
+def test_a_stored_profile_of_replaced_methods_is_not_validated_against(world, capsys):
+    """The fixture was calibrated before the barrier, latency-curve and cache methods changed: validate measures
+    the device afresh rather than judge today's models on figures they no longer mean, and leaves it stored."""
+    tmp, backend, calibrate, calls = world
+    stored = stored_profile(tmp, "stored", current=False)
+    stale = superseded(json.loads(stored.read_text()))
+    assert "instructions.barrier" in stale and "latency_curve" in stale
+    profile, name = choose(args(), tmp / "out", backend.info, calibrate)
+    err = capsys.readouterr().err
+    assert calls == [(tmp / "out" / "profile.json", True)] and name == str(tmp / "out" / "profile.json")
+    assert "methods since replaced" in err and "instructions.barrier" in err and profile.data.get("host") != "stored"
+    assert json.loads(stored.read_text())["host"] == "stored"
+
+
+def test_other_commands_say_their_stored_profile_is_stale(world):
+    from gpuprofiler.profile.locate import choose_profile
+
+    tmp, _, _, _ = world
+    stored_profile(tmp, "stored", current=False)
+    choice = choose_profile(None, DEVICE)
+    assert choice.profile.data["host"] == "stored"
+    assert "methods since replaced" in choice.message and f"gpuprofiler calibrate --device {DEVICE.id}" in choice.message
+    stored_profile(tmp, "stored")
+    assert "replaced" not in choose_profile(None, DEVICE).message
+
+
 def test_given_profile_wins(world):
     tmp, backend, calibrate, calls = world
     stored_profile(tmp, "stored")
@@ -79,6 +110,7 @@ def partial_profile(path, drop=("transfer", "instructions"), marker=True):
     data = json.loads(POCL_PROFILE.read_text())
     for section in drop:
         data.pop(section, None)
+    data["method_versions"] = method_versions_present(data)
     if marker:
         data["sections_done"] = [s for s in SECTIONS if s not in drop]
         data["complete"] = False

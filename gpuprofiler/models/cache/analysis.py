@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuprofiler.models.cache.reuse import next_and_first_use, stack_distances
+from gpuprofiler.models.cache.reuse import next_and_first_use, next_use, stack_distances
 from gpuprofiler.models.cache.statcache import stack_distance_of, statcache, statstack
 from gpuprofiler.models.cache.streams import Order, Stream, device_order, windows
 from gpuprofiler.profile.hardware import view
@@ -301,8 +301,11 @@ def scattered_lines(samples: Samples, names: list[str], line_bytes: int,
     With ``streams`` (the profile's ``bandwidth.streams``: how many sequential streams a CPU core follows), a new
     line is streamed when its 4 KiB page is among the last ``streams`` distinct pages the unit touched, over all its
     buffers (a 2-D tile's rows are as many streams as rows: 34 for a 5-point stencil in 16 x 16 groups, past the
-    16-24 a Zen 4 core follows), and the first line of a page is a demand miss. Without it, a new line in another
-    page than the unit's previous new line of that buffer is scattered."""
+    16-24 a Zen 4 core follows). A new page starts a stream when the unit's next new line in it is the next line
+    or the one after, taken while the core still follows the page (a copy whose pages the cores split at 1, 4 or
+    16 KiB measured the same); the first line of a page walked with a larger stride, or touched once, is
+    scattered. Without ``streams``, a new line in another page than the
+    unit's previous new line of that buffer is scattered."""
     far = _beyond_streams(line_bytes, int(streams)) if streams else _page_jumps(line_bytes)
     jumps = np.zeros(len(names))
     total = np.zeros(len(names))
@@ -329,16 +332,26 @@ def _page_jumps(line_bytes: int):
 
 def _beyond_streams(line_bytes: int, streams: int):
     """Per unit, with a core that follows ``streams`` pages at once: the buffers of its new lines whose page's LRU
-    stack distance among the unit's pages is at least ``streams`` or which is new, and of every new line."""
+    stack distance among the unit's pages is at least ``streams``, or which is new and no stream's start, and of
+    every new line."""
     def far(lines: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if len(lines) == 0:
             return owner, owner
         pages = lines * line_bytes // PAGE
         # runs of the same page are one touch of it (distance 0)
         start = np.concatenate([[True], pages[1:] != pages[:-1]])
-        dist = stack_distances(pages[start])
-        first = np.zeros(len(lines), bool)
-        first[np.flatnonzero(start)] = (dist < 0) | (dist >= streams)
+        touched = pages[start]
+        dist = stack_distances(touched)
+        # a new page starts a stream when the unit's next new line in it is the next line or the one after, taken
+        # while the core still follows the page
+        at = np.cumsum(start) - 1
+        page_dist = np.where(start, dist[at], 0)
+        after = next_use(pages)
+        has = after < len(lines)
+        started = np.zeros(len(lines), bool)
+        step = np.abs(lines[after[has]] - lines[has])
+        started[has] = (step <= 2) & (page_dist[after[has]] >= 0) & (page_dist[after[has]] < streams)
+        first = start & (((page_dist < 0) & ~started) | (page_dist >= streams))
         return owner[first], owner
     return far
 

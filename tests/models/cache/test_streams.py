@@ -168,18 +168,35 @@ def test_a_column_walk_crowds_some_sets_of_a_physically_indexed_level():
     assert counts.sum() == 512 and counts.max() > 16
 
 
-@pytest.mark.parametrize("rows,streams,share", [(8, 16, 1 / 64), (16, 16, 1 / 64), (17, 16, 1.0), (34, 24, 1.0)])
+@pytest.mark.parametrize("rows,streams,share", [(8, 16, 0.0), (16, 16, 0.0), (17, 16, 1.0), (34, 24, 1.0)])
 def test_a_tiles_rows_are_streams_a_core_follows_up_to_its_capacity(rows, streams, share):
     """A unit walking ``rows`` rows a line at a time, round robin (a 2-D tile's rows): with a core that follows
-    ``streams`` pages at once, only each page's first line is scattered while the rows fit; past them, every line."""
+    ``streams`` pages at once, no line is scattered while the rows fit (each page's first line starts a stream);
+    past them, every line."""
     s = Samples(line_bytes=64)
     steps = 256
     lines = (np.arange(rows)[None, :] * 1000 + np.arange(steps)[:, None]).ravel()  # rows 64 KB apart
     s.first_lines.append(lines.astype(np.int64))
     s.first_arrays.append(np.zeros(len(lines), dtype=np.int64))
     got = scattered_lines(s, ["a"], 64, streams)["a"]
-    pages = len(np.unique(lines // 64))
-    want = pages / len(lines) if share < 1 else 1.0
-    assert got == pytest.approx(want, rel=1e-12)
+    assert got == share
     # without a capacity: a new line in another page than the unit's previous one of that buffer
     assert scattered_lines(s, ["a"], 64)["a"] == pytest.approx(1.0 if rows > 1 else 1 / 64, rel=1e-12)
+
+
+def test_a_page_starts_a_stream_when_its_next_line_follows_not_when_it_is_strided_or_touched_once():
+    """With a core that follows 16 pages: a copy whose pages the cores split (16 consecutive lines of every other
+    page) has no scattered line; a column walk 2 KiB apart (two lines a page, 32 lines apart) has its pages' first
+    lines scattered and the second streamed; a gather's lines, one a page, are all scattered."""
+    def share(lines):
+        s = Samples(line_bytes=64)
+        s.first_lines.append(np.asarray(lines, np.int64))
+        s.first_arrays.append(np.zeros(len(lines), dtype=np.int64))
+        return scattered_lines(s, ["a"], 64, 16)["a"]
+
+    split = (128 * np.arange(64)[:, None] + np.arange(16)[None, :]).ravel()
+    assert share(split) == 0.0
+    column = 32 * np.arange(512)
+    assert share(column) == pytest.approx(0.5)
+    gather = 64 * np.random.default_rng(1).permutation(4096)[:512]
+    assert share(gather) == 1.0
