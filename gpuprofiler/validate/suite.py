@@ -290,8 +290,11 @@ def predict_items(jobs: list[tuple], profile, models: list[str], every_size: lis
     threads = prediction_threads(len(jobs))
     if threads <= 1:
         return [one(k) for k in range(len(jobs))]
+    # the apps first: each traces a whole program, the longest jobs, which started last held one thread alone
+    order = sorted(range(len(jobs)), key=lambda k: jobs[k][0].kind != "app")
     with ThreadPoolExecutor(threads, thread_name_prefix="gpuprofiler-predict") as pool:
-        return list(pool.map(one, range(len(jobs))))
+        done = dict(zip(order, pool.map(one, order)))
+    return [done[k] for k in range(len(jobs))]
 
 
 def only_kind(runner: Runner) -> str:

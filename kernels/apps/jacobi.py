@@ -65,11 +65,19 @@ def run(ctx, points):
 
 
 def check(points, result):
-    """The same sweeps in numpy must give the same grid."""
-    u = initial(side(points)).astype(np.float64)
-    for _ in range(result["sweeps"]):
+    """The same sweeps in numpy must give the same grid. A sweep moves the hot edge one row down, so after s sweeps
+    only rows 0..s can differ from zero: numpy sweeps those rows (the next one held at zero, as the full grid holds
+    it until sweep s + 1) and the device's other rows must be exactly zero (the reference at 2^28 points took 100 s
+    over the whole grid)."""
+    n, sweeps = side(points), result["sweeps"]
+    rows = min(n, sweeps + 2)
+    u = initial(n)[:rows].astype(np.float64)
+    for _ in range(sweeps):
         v = u.copy()
         v[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
         u = v
-    err = np.max(np.abs(result["u"] - u))
-    assert err < 1e-5, f"grid differs from numpy by {err:.2e} after {result['sweeps']} sweeps"
+    err = float(np.max(np.abs(result["u"][:rows] - u)))
+    assert err < 1e-5, f"grid differs from numpy by {err:.2e} after {sweeps} sweeps"
+    below = result["u"][rows:]
+    assert not below.any(), (f"rows {rows}.. should still be zero after {sweeps} sweeps; the largest is "
+                             f"{float(np.max(np.abs(below))):.2e}")

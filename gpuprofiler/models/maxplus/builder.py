@@ -135,6 +135,7 @@ class Builder:
 
     def __post_init__(self) -> None:
         self.mask = np.ones(self.sample.size, dtype=bool)
+        self.guards = 0  # conditions on the work-item that the statement being built runs under
         self.seq = 0  # program order of the global accesses, across reads, writes and fragments
         self.products: set[int] = set()  # floating-point products of the current statement, not yet used
         self._new_fragment()
@@ -230,7 +231,7 @@ class Builder:
                     if other.dtype == "double":
                         dtype = "double"
                     self.connect(other, v.node)
-                info.update(op="fma", dtype=dtype)
+                info.update(op="fma", dtype=dtype, contracted=True)
                 self.g.names[v.node] = f"fma#{v.node}"
                 return Data(dtype, node=v.node)
         return None
@@ -258,11 +259,23 @@ class Builder:
                 info.update(pattern="strided", stride=abs(stride))
         info.update(_addr=addr, _mask=self.mask, seq=self.seq)
         self.seq += 1
+        self._guarded()
         return info
+
+    def _guarded(self) -> None:
+        """An access under a condition on the work-item marks the fragment guarded, with the share of the followed
+        work-items that take it."""
+        if not self.guards:
+            return
+        valid = self.sample.valid
+        share = float((self.mask & valid).sum() / max(1, valid.sum()))
+        self.g.guard_share = share if not self.g.guarded else max(self.g.guard_share, share)
+        self.g.guarded = True
 
     def local_info(self, array: Array, index) -> dict[str, Any]:
         info = {"array": array.name, "elem_bytes": array.elem_bytes, "_addr": self.values_of(index),
                 "_mask": self.mask, "key": _local_key(array, index)}
+        self._guarded()
         if isinstance(index, Data):
             info.update(pattern="gather", stride=None)
         else:
@@ -619,10 +632,12 @@ class Interpreter:
         saved = self.b.mask
         if values is not None:
             self.b.mask = saved & (np.asarray(values) != 0)
+        self.b.guards += 1
         try:
             self.stmt(body)
         finally:
             self.b.mask = saved
+            self.b.guards -= 1
 
     def branch(self, s) -> None:
         cond = self.expr(s.cond)

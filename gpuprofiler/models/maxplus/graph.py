@@ -40,6 +40,10 @@ class KernelGraph:
     # the fragment runs a loop of its own (no barrier inside: the loop stays inside the fragment) longer than a
     # compiler unrolls: a CPU's OpenCL compiler then runs its work-items one at a time instead of in vector lanes
     looped: bool = False
+    # a memory access in it runs only where a condition on the work-item holds (``if (i < n) b[i] = a[i]``): a CPU's
+    # OpenCL compiler may then run its work-items one at a time (``concurrency.guarded_item_s`` in the profile)
+    guarded: bool = False
+    guard_share: float = 1.0  # the share of the followed work-items that take the guarded accesses (the most of any)
 
     @property
     def size(self) -> int:

@@ -178,6 +178,7 @@ def parameters(profile, kernel: Kernel | None = None, n_override: int | None = N
                     keep(name, hw.instruction(key, "latency_s"))
                     if keep(theta, hw.instruction(key, "throughput_ops_per_s"), invert=True):
                         src[theta] = f"1 / instructions.{key}.throughput_ops_per_s (device-wide)"
+                        _contracted_throughput(kernel, hw, op_name, name, theta, vals, src, bounds)
                     else:
                         vals[theta] = vals[name]
                         if name in bounds:
@@ -187,6 +188,38 @@ def parameters(profile, kernel: Kernel | None = None, n_override: int | None = N
                 else:
                     src[name] = f"no measured latency for {info['op']} ({', '.join(keys) or 'unknown operation'})"
     return Parameters(vals, n_val, src, bounds, hw, n_override is not None)
+
+
+# a multiply and an add of the same type, by the kind of the instruction profile (OpenCL's names, then PTX's)
+_MUL_ADD = {"float": (("float_mul", "mul.f32"), ("float_add", "add.f32")),
+            "double": (("double_mul", "mul.f64"), ("double_add", "add.f64"))}
+
+
+def _contracted_throughput(kernel: Kernel, hw: HardwareView, op_name: Callable[[dict], str], name: str, theta: str,
+                           vals: dict, src: dict, bounds: dict) -> None:
+    """A multiply-add the compiler contracted from ``a * b + c`` issues as the hardware's FMA or as a multiply and an
+    add, never as the library routine an explicit ``fma()`` may call (PoCL 3.0 on a Zen 3 VM: fma() at 0.88 Gop/s
+    against 9.1 for adds and multiplies): where every operation of the symbol is such a contraction, its throughput
+    is at least the multiply's and the add's together."""
+    infos = [i for g in kernel.fragments for i in g.loops.values() if op_name(i) == name]
+    if not infos or not all(i.get("op") == "fma" and i.get("contracted") for i in infos):
+        return
+    pair = _MUL_ADD.get(infos[0].get("dtype", "float"))
+    if pair is None:
+        return
+    figs = []
+    for keys in pair:
+        fig = next((f for f in (hw.instruction(k, "throughput_ops_per_s") for k in keys) if f.ok and f.value > 0),
+                   None)
+        if fig is None:
+            return
+        figs.append(fig)
+    both = sum(1.0 / f.value for f in figs)
+    if both < vals[theta]:
+        vals[theta] = both
+        bounds.pop(theta, None)
+        src[theta] = (f"a contracted a * b + c: its multiply's and add's 1 / throughput_ops_per_s together "
+                      f"({both * 1e12:.3g} ps), below the fma() builtin's")
 
 
 def op_names(kernel: Kernel) -> Callable[[dict], str]:
@@ -344,7 +377,7 @@ def issue_seconds(kernel: Kernel, params: Parameters) -> float:
     name = op_names(kernel)
     lanes = params.hw.kind == "cpu" and len(params.hw.loopfree_curve) >= 2
     return sum(params.value("theta" + name(info)[3:]) for g in kernel.fragments if g.outputs
-               and not (lanes and vector_lanes(g)) for info in g.loops.values())
+               and not (lanes and vector_lanes(g, params.hw)) for info in g.loops.values())
 
 
 def _paper_totals(kernel: Kernel, model: str, batches: str, plist: list[Parameters], work_items: int) -> tuple:
@@ -402,13 +435,15 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
 ACCESSES = ("read", "write", "local_read", "local_write")
 
 
-def vector_lanes(g: KernelGraph) -> bool:
+def vector_lanes(g: KernelGraph, hw: HardwareView | None = None) -> bool:
     """Whether a CPU's OpenCL compiler runs the fragment's work-items in vector lanes: no loop of its own
     (:attr:`KernelGraph.looped`), every access the same address or the next one for the next work-item (no
     gather, no stride), and no array written at one address and read at another in it (the compiler cannot tell
     whether the next work-item's store reaches this one's load: a tree reduction's ``s[l] += s[l + k]`` step ran
-    1.35 ns per work-item, scalar, on a Zen 4 VM's PoCL)."""
-    if g.looped:
+    1.35 ns per work-item, scalar, on a Zen 4 VM's PoCL); nor, on a device whose compiler ran a guarded stream a
+    work-item at a time (``hw``'s :attr:`~gpuprofiler.profile.hardware.HardwareView.guarded_item_s`), accesses
+    under a condition on the work-item (:attr:`KernelGraph.guarded`)."""
+    if g.looped or (g.guarded and hw is not None and hw.guarded_item_s is not None):
         return False
     written: dict[str, set] = {}
     read: dict[str, set] = {}
@@ -456,14 +491,19 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
         cached.append(replace(p, values={**p.values, "t": t_c, "T": min(t_c, p.values.get("T", t_c))}))
     per_group = np.zeros(len(plist))
     parts = []
-    lanes = [vector_lanes(g) for g in timed]
-    lane_floor = hw.loopfree_floor_s
+    lanes = [vector_lanes(g, hw) for g in timed]
+    lane_floor, guard_floor, skip = hw.loopfree_floor_s, hw.guarded_item_s, hw.guard_skip_item_s or 0.0
     for k, g in enumerate(timed):
         ops = len(g.loops) + sum(a.kind in ACCESSES for a in g.arcs)
         overlap, source = cpu_overlap(hw, float(ops), lanes=lanes[k])
         path = _fragment_times(g, kernel, "overlap", cached)
         per_item = path / overlap
+        # a region in vector lanes costs at least the loop-free curve's least per work-item; one that only its
+        # guard keeps out of them, the guarded stream's per work-item that takes it and the skipped stream's per
+        # work-item that does not
         floor = lane_floor if lanes[k] else None
+        if not lanes[k] and guard_floor and g.guarded and vector_lanes(g):
+            floor = g.guard_share * guard_floor + (1.0 - g.guard_share) * skip
         if floor:
             per_item = np.maximum(per_item, floor)
         per_group += group * per_item
