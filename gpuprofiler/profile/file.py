@@ -156,7 +156,9 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       overlap_curve[] (CPU: ops, overlap: work-items whose dependent chains of that many
                       operations a core runs at once), overlap_method; loopfree_curve[] (CPU: the same for
                       chains written out without a loop, which the compiler vectorises across work-items),
-                      loopfree_method
+                      loopfree_method; guarded_item_s, unguarded_item_s, guard_skip_item_s (CPU entries: a core's
+                      time per work-item of y[i] = x[i] * a + b with and without if (i < n) around it, and guarded
+                      with every work-item skipping it)
   failed              [{key, reason}] every measurement recorded as failed
 Entries: {value, unit, interval: [low, high], method, status: ok|failed, reason?, n?, method_version?}
 Checked on load (a UserError names the key): JSON of at most 32 levels, every number finite, integers within

@@ -87,3 +87,24 @@ def test_app_errors_are_user_errors(pocl, tmp_path, quick_policy):
     with pytest.raises(UserError, match="must define run"):
         (tmp_path / "norun.py").write_text("x = 1\n")
         load_app(tmp_path / "norun.py")
+
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(9, 2500), st.integers(0, 25), st.integers(0, 10**9))
+def test_jacobis_check_on_the_rows_a_sweep_reaches_is_the_whole_grids(points, sweeps, where):
+    """The check sweeps only the rows the hot edge can reach and requires the others to be zero: it passes the whole
+    grid's numpy reference and fails it with any one cell changed, inside the band or below it."""
+    app = load_app(resolve("jacobi"))
+    n = app.module.side(points)
+    u = app.module.initial(n).astype(np.float64)
+    for _ in range(sweeps):
+        v = u.copy()
+        v[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+        u = v
+    good = u.astype(np.float32)
+    app.check_fn(points, {"u": good, "sweeps": sweeps, "rms": 0.0})
+    bad = good.copy()
+    bad.flat[where % bad.size] += 1e-3
+    with pytest.raises(AssertionError):
+        app.check_fn(points, {"u": bad, "sweeps": sweeps, "rms": 0.0})
