@@ -214,9 +214,10 @@ def loopfree_curve(backend: Any, looped: Any, quick: bool, progress: Progress = 
 
 def guarded_items(backend: Any, quick: bool, progress: Progress = None) -> dict[str, Any]:
     """A CPU core's time per work-item of ``y[i] = x[i] * a + b`` with and without ``if (i < n)`` around it, and
-    guarded with every work-item skipping it, in alternation, on buffers the caches hold: whether the OpenCL compiler still runs a region in vector lanes when
-    its loads and stores run under a condition on the work-item (PoCL 3.0 on a Zen 3 VM ran a guarded copy at 4
-    cycles a work-item, 2.7x its unguarded one; the figure max-plus prices such a region's work-items with)."""
+    guarded with every work-item skipping it, in alternation, on buffers the last level holds: whether the OpenCL
+    compiler still runs a region in vector lanes when its loads and stores run under a condition on the work-item
+    (PoCL 3.0 on a Zen 3 VM ran a guarded copy at 2^27 in 76-79 ms, 2.8-3x its unguarded one; the figures max-plus
+    prices such a region's work-items with)."""
     cores = max(1, backend.info.compute_units)
     say(progress, f"concurrency: {GUARDED_ITEMS} work-items of a stream with and without a bounds guard")
     engine = Engine(bench(quick, 0.3, 0.05).but(min_samples=5))

@@ -201,7 +201,8 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
 def choose(args: argparse.Namespace, outdir: Path, info, calibrate) -> tuple:
     """The run's profile and its name: ``--profile``; else OUTDIR's from an earlier run (not with ``--fresh``);
     else the stored profile of the device ``info`` describes, copied into OUTDIR so the run's folder holds what it
-    used, unless some of its figures were measured with methods since replaced; else a calibration into OUTDIR (``calibrate(path, quick=, only=, resume=)``)."""
+    used, unless some of its figures were measured with methods since replaced; else a calibration into OUTDIR
+    (``calibrate(path, quick=, only=, resume=)``)."""
     import shutil
 
     from gpuprofiler.calibrate.driver import missing_sections

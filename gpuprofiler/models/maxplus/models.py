@@ -464,9 +464,11 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
 
     A CPU core runs a work-group's work-items one after another, each region between barriers as a loop over
     them (a fragment the compiler runs in vector lanes, :func:`vector_lanes`: by the profile's loop-free curve; each
-    barrier by the profile's barrier of that kind of region). A work-item's critical path takes its operations' latencies, its loads and stores the cached-read latency
-    (a core issues a load once its address is known, and prefetch brings streams ahead; a store retires into the
-    store buffer; what memory delivers and takes is the DRAM and cache bounds'). The core's out-of-order window overlaps the chains of as many consecutive work-items as
+    barrier by the profile's barrier of that kind of region; a fragment only its guard keeps out of the lanes at
+    least the profile's guarded stream per work-item). A work-item's critical path takes its operations'
+    latencies, its loads and stores the cached-read latency (a core issues a load once its address is known, and
+    prefetch brings streams ahead; a store retires into the store buffer; what memory delivers and takes is the
+    DRAM and cache bounds'). The core's out-of-order window overlaps the chains of as many consecutive work-items as
     the profile measured for chains of that many operations, so a region takes group x path / overlap. With the
     launch's predicted misses, the cores also wait on its stores that re-miss a private level
     (:func:`~gpuprofiler.models.costs.store_stalls`), on its scattered loads that a later cache level serves
