@@ -2,7 +2,8 @@
 
 Markers (registered in pyproject.toml): ``pocl`` -- runs kernels on the PoCL device (set automatically for
 tests that use the ``pocl`` fixture); ``cuda`` -- needs pycuda and an NVIDIA GPU; ``nvcc`` -- needs the CUDA
-toolkit's compiler; ``slow`` -- takes more than about ten seconds (``pytest -m "not slow"`` skips them).
+toolkit's compiler; ``slow`` -- takes more than about ten seconds (left out unless ``--slow`` is given or an ``-m``
+expression names them: ``pytest --slow`` runs everything, ``pytest -m slow`` only them).
 """
 
 import os
@@ -77,6 +78,12 @@ def pocl_id():
 FUZZ = Path(__file__).resolve().parent / "fuzz"
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true",
+                     help="run the tests marked slow too (the default run, CI's, leaves them out; so does any -m "
+                          "expression that does not name them)")
+
+
 def pytest_collection_modifyitems(config, items):
     # the fuzz suite's longer budgets (its `slow` tests) run only when asked for, GPUPROFILER_FUZZ_LONG=1:
     # the default run (CI's) keeps the small budgets, about a minute
@@ -87,6 +94,14 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.pocl)
         if not long_fuzz and item.get_closest_marker("slow") and FUZZ in Path(str(item.fspath)).parents:
             item.add_marker(skip)
+    # the slow tests (each over about ten seconds) run with --slow or an -m expression that names them: the
+    # default run stays near ten minutes on two cores
+    if config.getoption("--slow") or "slow" in (config.getoption("-m") or ""):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
 
 
 @pytest.fixture(scope="session")

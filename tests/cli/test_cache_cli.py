@@ -6,6 +6,7 @@ import pytest
 from conftest import POCL_PROFILE, run_cli
 
 
+@pytest.mark.slow
 def test_power_of_two_transpose_crowds_the_l1_sets(tmp_path):
     """A 4096 x 4096 naive transpose writes a column whose lines all fall in one L1 set; 4000 x 4000 does not."""
     ratios = {}

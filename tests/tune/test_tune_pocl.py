@@ -81,6 +81,7 @@ def test_failures_are_rows_and_the_tune_goes_on(pocl, variants, tmp_path):
     assert all(r["reused"] for r in again.table())
 
 
+@pytest.mark.slow
 def test_a_killed_tune_resumes_without_measuring_again(tmp_path):
     out = tmp_path / "tune"
     args = [sys.executable, "-m", "gpuprofiler", "tune", "spmv_sell", "--space", "S=1,2,4,8;Nt=64,128",
@@ -126,6 +127,7 @@ def test_tune_refuses_an_app(tmp_path):
     assert done.returncode == 2 and "takes a kernel spec" in done.stderr
 
 
+@pytest.mark.slow
 def test_model_strategy_ranks_by_a_static_model_with_a_profile(tmp_path):
     from conftest import POCL_PROFILE
 

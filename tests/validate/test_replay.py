@@ -52,6 +52,7 @@ def check_rows(found, log):
             assert meas == pytest.approx(figure) and float(r["measured_median_s"]) == pytest.approx(median)
 
 
+@pytest.mark.slow
 def test_pocl_log_replays_with_maxplus_and_fractal(tmp_path):
     out = tmp_path / "out"
     done = replay("--replay", POCL_LOG, "--profile", POCL_PROFILE, "--models", "maxplus,fractal,pipeline",
@@ -142,6 +143,7 @@ def test_a_log_keeps_its_good_records_and_says_what_it_skipped(tmp_path):
         read_log(log)
 
 
+@pytest.mark.slow
 def test_items_predicted_on_threads_give_the_rows_of_one_after_another(monkeypatch):
     """Once the measuring is over the items are predicted on the host's cores (threads: the cache analyses' numpy
     sorts release the GIL); the rows, notes and refusals are those of one item after another, in the same order."""

@@ -71,6 +71,7 @@ def fleet():
         fakefleet.unregister()
 
 
+@pytest.mark.slow
 def test_fleet_of_200_calibrates_and_the_slow_device_is_flagged(fleet, tmp_path, capsys):
     slots = fleet.slots()
     assert len(slots) == 200 and len(fleet.kinds()) == 3
@@ -98,6 +99,7 @@ def _rss() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+@pytest.mark.slow
 def test_fleet_store_holds_1e5_records_with_bounded_client_memory(fleet, tmp_path):
     tasks, per_task = 250, 400  # 10^5 records of 20 samples each, streamed into the store
     store = KeyedLog(tmp_path / "m.jsonl", fleet.slots()[0].info)

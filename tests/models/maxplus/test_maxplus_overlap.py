@@ -266,7 +266,11 @@ REFUSED = {"bitonic": "unsupported index arithmetic '&'",
 LIMIT_S = 60.0
 
 
-@pytest.mark.parametrize("path", builtin_specs(), ids=lambda p: p.stem)
+SLOWEST = {"covariance", "nbody"}  # about ten seconds each on a 2-core VM: with --slow
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOWEST else p
+                                  for p in builtin_specs()], ids=lambda p: p.stem)
 def test_every_builtin_prediction_is_quick(path):
     spec = load_spec(path)
     size = max(spec.target or spec.small)
