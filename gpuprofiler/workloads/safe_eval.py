@@ -87,8 +87,8 @@ def csr_matvec(rowptr, cols, vals, x):
     compiled product (a spec's reference check at 268M non-zeros: 4 s, where prefix sums in numpy took 42)."""
     import scipy.sparse
 
-    rowptr, cols = np.asarray(rowptr, dtype=np.int64), np.asarray(cols, dtype=np.int64)
-    vals, x = np.asarray(vals), np.asarray(x)
+    rowptr, cols, vals, x = np.asarray(rowptr), np.asarray(cols), np.asarray(vals), np.asarray(x)
+    rowptr, cols = (a if a.dtype.kind in "iu" else a.astype(np.int64) for a in (rowptr, cols))
     if rowptr.ndim != 1 or cols.ndim != 1 or vals.ndim != 1 or x.ndim != 1 or len(rowptr) < 1:
         raise ValueError("rowptr, cols, vals and x must be 1-D arrays, rowptr of at least one entry")
     if len(cols) != len(vals):
@@ -99,6 +99,9 @@ def csr_matvec(rowptr, cols, vals, x):
         raise IndexError(f"index {int(cols.max() if cols.max() >= len(x) else cols.min())} is out of bounds for x "
                          f"of {len(x)}")
     n = int(rowptr[-1])
+    # SciPy's product takes 32-bit indices as they are: no 64-bit copy of 268M columns (2 GiB of fresh memory)
+    index = np.int32 if max(len(cols), len(x), len(rowptr)) < 2**31 - 1 else np.int64
+    rowptr, cols = rowptr.astype(index, copy=False), cols.astype(index, copy=False)
     matrix = scipy.sparse.csr_matrix((vals[:n], cols[:n], rowptr), shape=(len(rowptr) - 1, len(x)))
     return matrix @ x
 
