@@ -63,7 +63,10 @@ OVERLAP_PASSES = 2  # passes over the curve, each point keeping its fastest: a t
 LOOPFREE_OPS = (2, 4, 8, 16, 32, 64)  # straight-line chains of the loop-free curve
 LOOPFREE_GROUP = 256
 LOOPFREE_REFERENCE_OPS = 1024  # the looped chain timed beside them: one chain at a time (the overlap curve's longest)
-GUARDED_ITEMS = 1 << 20  # work-items of the guarded and plain streams: 4 MiB a buffer, held by the last level
+# work-items of the guarded and plain streams: 16 MiB a buffer, past a core's private caches, as the streams max-plus
+# prices them at (at 2^20, 4 MiB a buffer, the guarded figure moved 1.14..1.71 ns in four rounds on a Zen 3 VM, and
+# 0.73 and 1.57 ns in two calibrations; at 2^22 1.36..1.61 ns, and a guarded copy at 2^27 took about 1.4)
+GUARDED_ITEMS = 1 << 22
 GUARDED_GROUP = 256
 
 
@@ -214,7 +217,7 @@ def loopfree_curve(backend: Any, looped: Any, quick: bool, progress: Progress = 
 
 def guarded_items(backend: Any, quick: bool, progress: Progress = None) -> dict[str, Any]:
     """A CPU core's time per work-item of ``y[i] = x[i] * a + b`` with and without ``if (i < n)`` around it, and
-    guarded with every work-item skipping it, in alternation, on buffers the last level holds: whether the OpenCL
+    guarded with every work-item skipping it, in alternation, on buffers past a core's private caches: whether the OpenCL
     compiler still runs a region in vector lanes when its loads and stores run under a condition on the work-item
     (PoCL 3.0 on a Zen 3 VM ran a guarded copy at 2^27 in 76-79 ms, 2.8-3x its unguarded one; the figures max-plus
     prices such a region's work-items with)."""
@@ -242,7 +245,7 @@ def guarded_items(backend: Any, quick: bool, progress: Progress = None) -> dict[
                                                                "work-item skips)")):
         d = timing.device
         out[key] = entry(d.model * cores / GUARDED_ITEMS, "s",
-                         f"{what} over {GUARDED_ITEMS} work-items in groups of {GUARDED_GROUP} (4 MiB a buffer), the "
+                         f"{what} over {GUARDED_ITEMS} work-items in groups of {GUARDED_GROUP} ({4 * GUARDED_ITEMS >> 20} MiB a buffer), the "
                          f"10th percentile of the launch's device time x {cores} cores / work-items, the guarded and "
                          f"unguarded kernels in alternation",
                          (d.model_ci_low * cores / GUARDED_ITEMS, d.model_ci_high * cores / GUARDED_ITEMS),
