@@ -18,7 +18,7 @@ import numpy as np
 
 from gpuprofiler.models.cache.reuse import next_and_first_use, next_use, stack_distances
 from gpuprofiler.models.cache.statcache import stack_distance_of, statcache, statstack
-from gpuprofiler.models.cache.streams import Order, Stream, device_order, windows
+from gpuprofiler.models.cache.streams import Order, Stream, device_order, probe_per_item, windows
 from gpuprofiler.profile.hardware import view
 
 RATE = 1e-3
@@ -74,6 +74,8 @@ class CacheAnalysis:
     tlb_misses: float = 0.0          # per launch
     tlb_s_per_access: float = 0.0    # translation's mean extra time per access, one unit (the profile's tlb curve)
     alternates: dict[float, Level] = field(default_factory=dict)  # the last level at other capacities (bytes)
+    per_item: float = 0.0            # the global accesses per work-item the windows were sized by
+    probed: bool = True              # per_item counted by following a work-item (else the caller's estimate)
 
     def scattered_share(self, level: Level) -> float:
         """The share of ``level``'s misses at scattered lines: each buffer's share of the misses times the share of
@@ -401,6 +403,9 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
     hw = view(profile)
     order = device_order(profile)
     kind = backend or hw.backend or "opencl"
+    probed = per_item is None
+    if probed:
+        per_item = probe_per_item(launch, order, kind)
     streams = windows(launch, order, budget, count, kind, per_item)
     rng = np.random.default_rng(seed)
     window_len = max((sum(len(x) for x in s.lines) for s in streams), default=0)
@@ -479,7 +484,7 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
                          float(np.mean(shared_lines)), unknown, notes, private.cold, shared_s.cold,
                          scattered_lines(private, names, order.line_bytes, prefetched_streams(profile)), reach,
                          tlb_ratio, tlb_ratio * accesses,
-                         tlb_cost, alternates)
+                         tlb_cost, alternates, float(per_item), probed)
 
 
 def prefetched_streams(profile) -> int | None:

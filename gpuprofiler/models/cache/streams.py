@@ -187,6 +187,16 @@ def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarr
     return out
 
 
+def probe_per_item(launch, order: Order, backend: str = "opencl") -> float:
+    """The global accesses of one work-item: the first group's first lanes followed (a warp's worth, one work-item
+    on a CPU). As costly as following a window whose work-items run long loops: the builder unrolls them."""
+    launch = as_launch(launch, backend)
+    group_items = int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
+    one = Order(1, order.lanes, order.line_bytes, order.private)
+    probe = window(launch, one, 0, 1, backend, items=order.lanes)
+    return probe.accesses_per_group / max(group_items, 1)
+
+
 def windows(launch, order: Order, budget: int = 1 << 22, count: int = 3, backend: str = "opencl",
             per_item: float | None = None) -> list[Stream]:
     """Up to ``count`` windows spread over the launch (its start, middle, ...), each about ``budget`` accesses, all
@@ -198,9 +208,7 @@ def windows(launch, order: Order, budget: int = 1 << 22, count: int = 3, backend
     total = launch_groups(launch)
     group_items = int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
     if per_item is None:
-        one = Order(1, order.lanes, order.line_bytes, order.private)
-        probe = window(launch, one, 0, 1, backend, items=order.lanes)  # a warp's worth of work-items: their accesses
-        per_item = probe.accesses_per_group / max(group_items, 1)
+        per_item = probe_per_item(launch, order, backend)
     per_item = max(float(per_item), 1.0)
     per_group = per_item * group_items
     items = None

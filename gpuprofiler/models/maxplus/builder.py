@@ -79,6 +79,11 @@ class BuildError(UserError):
     """A kernel the graph builder cannot turn into a max-plus graph, naming the line."""
 
 
+class TooLarge(BuildError):
+    """A kernel whose unrolled graph passes the builder's statement limit at this size (and, its loops running
+    longer, at larger ones)."""
+
+
 @dataclass
 class Array:
     name: str
@@ -150,10 +155,10 @@ class Builder:
         self.read_order = 0
         self.write_order = 0
 
-    def error(self, node, message: str) -> BuildError:
+    def error(self, node, message: str, kind: type[BuildError] = BuildError) -> BuildError:
         line = getattr(getattr(node, "coord", None), "line", None)
         where = f"{self.filename}:{line}" if line else self.filename
-        return BuildError(f"{where}: {message}")
+        return kind(f"{where}: {message}")
 
     def note(self, node, message: str) -> None:
         line = getattr(getattr(node, "coord", None), "line", "?")
@@ -539,7 +544,7 @@ class Interpreter:
         self.b.executed += 1
         if self.b.executed > self.b.max_statements:
             raise self.b.error(s, f"more than {self.b.max_statements} statements after unrolling: the graph is too "
-                                  "large")
+                                  "large", TooLarge)
         if isinstance(s, c.Compound):
             self.block(s)
         elif isinstance(s, c.Decl):

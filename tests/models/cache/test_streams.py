@@ -1,5 +1,7 @@
 """Address streams of real kernels in a modelled execution order, and StatStack on them against exact LRU."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import H100_PROFILE, KERNELS, POCL_PROFILE
@@ -200,3 +202,27 @@ def test_a_page_starts_a_stream_when_its_next_line_follows_not_when_it_is_stride
     assert share(column) == pytest.approx(0.5)
     gather = 64 * np.random.default_rng(1).permutation(4096)[:512]
     assert share(gather) == 1.0
+
+
+def test_the_cache_miss_law_counts_a_work_items_accesses_once_and_scales_them_by_the_declared_work():
+    """covariance's work-items run n x (m - j1) steps: the first size analysed follows one work-item through them,
+    the next take its count in proportion to the flops per work-item, within a tenth of following one there;
+    with the same miss ratios; a spec that declares no work is followed at every size."""
+    from gpuprofiler.models.cache.streams import probe_per_item
+    from gpuprofiler.models.fractal.misses import BUDGET, WINDOWS, miss_cost
+
+    profile = load_profile(POCL_PROFILE)
+    spec = load_spec(KERNELS / "covariance.toml")
+    cost = miss_cost(spec, profile)
+    first, second = cost.analysis(96), cost.analysis(128)
+    assert first.probed and not second.probed
+    counted = probe_per_item(spec.instantiate(128), device_order(profile))
+    assert second.per_item == pytest.approx(counted, rel=0.1)
+    followed = analyse(spec.instantiate(128), profile, budget=BUDGET, count=WINDOWS)
+    assert followed.probed and len(second.levels) == len(followed.levels) > 0
+    for mine, theirs in zip(second.levels, followed.levels):
+        assert mine.miss_ratio == pytest.approx(theirs.miss_ratio, abs=0.03)
+
+    bare = dataclasses.replace(load_spec(KERNELS / "vadd.toml"), flops=None, bytes=None)
+    vadd = miss_cost(bare, profile)
+    assert vadd.analysis(4096).probed and vadd.analysis(8192).probed
