@@ -121,13 +121,13 @@ def sample_distances(lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np
     """Forward reuse distances (inf: not reused in the rest of the window), buffers, lines and positions of a
     random sample of the first half of the stream, and the positions of every access of that half that is not
     reused (counted exactly, not sampled: the cold share needs no estimate); last, which accesses of the whole
-    stream are their line's first."""
+    stream are their line's first, and each access's next use (:func:`~.reuse.next_and_first_use`)."""
     half = len(lines) // 2
     nxt, first = next_and_first_use(lines)
     new = first == np.arange(len(lines))
     if half == 0:
         empty = np.zeros(0, np.int64)
-        return np.zeros(0), empty, empty, empty, empty, empty, empty, new
+        return np.zeros(0), empty, empty, empty, empty, empty, empty, new, nxt
     pick = np.flatnonzero(rng.random(half) < rate)
     n = len(lines)
     d = (nxt[pick] - pick - 1).astype(float)
@@ -135,7 +135,7 @@ def sample_distances(lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np
     cold = np.flatnonzero(nxt[:half] >= n)
     # whose miss each is: a reuse's, the next access to the line; a line never reused, its first access
     missing = np.where(nxt[pick] < n, nxt[pick], first[pick])
-    return d, arrays[pick], lines[pick], pick, cold, missing, first[cold], new
+    return d, arrays[pick], lines[pick], pick, cold, missing, first[cold], new, nxt
 
 
 @dataclass
@@ -156,12 +156,17 @@ class Samples:
     stream_arrays: list[np.ndarray] = field(default_factory=list)  # per stream: the buffer of every access
     first_lines: list[np.ndarray] = field(default_factory=list)    # per stream: its new lines, in time order
     first_arrays: list[np.ndarray] = field(default_factory=list)   # and their buffers
+    previous: list[np.ndarray] = field(default_factory=list)       # per stream: each access's line's previous access
     line_bytes: int = 64  # the streams' line size (for the page of a line)
     page_run: int = 1     # pages the operating system hands out physically contiguous, one colour offset per run
 
     def add(self, lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator,
             writes: np.ndarray | None = None) -> None:
-        d, a, ln, pos, cold, missing, cold_first, new = sample_distances(lines, arrays, rate, rng)
+        d, a, ln, pos, cold, missing, cold_first, new, nxt = sample_distances(lines, arrays, rate, rng)
+        previous = np.full(len(lines), -1, dtype=np.int64)
+        again = nxt < len(lines)
+        previous[nxt[again]] = np.flatnonzero(again)
+        self.previous.append(previous)
         self.stream_arrays.append(arrays)
         self.first_lines.append(lines[new])
         self.first_arrays.append(arrays[new])
@@ -237,33 +242,30 @@ class Samples:
         distinct lines of its set touched in between (``ways`` of them or more), counted in the stream for near
         reuses, else its expected stack distance ``sd`` times the share of the stream's distinct lines in its set."""
         out, at = [], 0
-        for d, lines, pos, stream, distinct in zip(self.distances, self.lines, self.positions, self.streams,
-                                                   self.distinct):
+        for d, lines, pos, stream, distinct, previous in zip(self.distances, self.lines, self.positions, self.streams,
+                                                             self.distinct, self.previous):
             counts = np.bincount(self.set_of(distinct, sets), minlength=sets)
             line_sets = self.set_of(lines, sets)
             part = sd[at: at + len(d)] * counts[line_sets] / max(len(distinct), 1) >= ways
             near = np.flatnonzero(np.isfinite(d) & (d <= NEAR))
             if len(near):
-                part[near] = _crowded(stream, self.set_of(stream, sets), pos[near] + 1,
+                part[near] = _crowded(self.set_of(stream, sets), previous, pos[near] + 1,
                                       pos[near] + 1 + d[near].astype(np.int64), line_sets[near], ways)
             out.append(part)
             at += len(d)
         return np.concatenate(out)
 
 
-def _crowded(stream: np.ndarray, stream_sets: np.ndarray, lo: np.ndarray, hi: np.ndarray, in_set: np.ndarray,
+def _crowded(stream_sets: np.ndarray, previous: np.ndarray, lo: np.ndarray, hi: np.ndarray, in_set: np.ndarray,
              ways: int, chunk: int = 1 << 22) -> np.ndarray:
-    """Per query, whether ``stream[lo:hi]`` touches ``ways`` or more distinct lines of set ``in_set``. The stream
-    ordered by set, then time: each query's accesses of its set are one slice of it, and a line counts once, at
-    its first access in the slice (the previous access to it, in this order, lies before the slice)."""
-    n = len(stream)
-    key = stream_sets.astype(np.int64) * n + np.arange(n, dtype=np.int64)
-    key.sort()
-    by_set = stream[key % n]
-    nxt, _ = next_and_first_use(by_set)
-    prev = np.full(n, -1, dtype=np.int64)
-    has = nxt < n
-    prev[nxt[has]] = np.flatnonzero(has)
+    """Per query, whether accesses ``lo:hi`` of a stream touch ``ways`` or more distinct lines of set ``in_set``
+    (``stream_sets``: each access's set; ``previous``: the position of the previous access to its line, -1 for
+    none). The stream's positions ordered by set, then time: a query's accesses of its set are one slice of them,
+    and a line counts once, at its first access in the window (its previous access lies before ``lo``)."""
+    n = len(stream_sets)
+    sets = stream_sets.astype(np.uint16) if n and stream_sets.max() < 1 << 16 else stream_sets  # a radix sort
+    order = np.argsort(sets, kind="stable")
+    key = stream_sets[order].astype(np.int64) * n + order
     a = np.searchsorted(key, in_set.astype(np.int64) * n + lo)
     b = np.searchsorted(key, in_set.astype(np.int64) * n + hi)
     out = np.zeros(len(lo), dtype=bool)
@@ -274,9 +276,8 @@ def _crowded(stream: np.ndarray, stream_sets: np.ndarray, lo: np.ndarray, hi: np
         take = max(1, int(np.searchsorted(np.cumsum(sizes), chunk, side="right")))
         q = todo[k:k + take]
         m = (b - a)[q]
-        starts = np.repeat(a[q], m)
-        idx = starts + (np.arange(int(m.sum()), dtype=np.int64) - np.repeat(np.cumsum(m) - m, m))
-        first_here = (prev[idx] < starts).astype(np.int64)
+        at = order[np.repeat(a[q], m) + (np.arange(int(m.sum()), dtype=np.int64) - np.repeat(np.cumsum(m) - m, m))]
+        first_here = (previous[at] < np.repeat(lo[q], m)).astype(np.int64)
         out[q] = np.add.reduceat(first_here, np.concatenate([[0], np.cumsum(m)[:-1]])) >= ways
         k += take
     return out

@@ -137,6 +137,9 @@ def test_a_windows_distinct_lines_of_a_set_are_counted_exactly(lines, sets, ways
     lo = np.array([min(x, y) for x, y, _ in queries])
     hi = np.array([max(x, y) for x, y, _ in queries])
     in_set = np.array([s for _, _, s in queries])
-    got = _crowded(stream, stream_sets, lo, hi, in_set, ways, chunk=7)
+    nxt, _ = next_and_first_use(stream)
+    previous = np.full(len(stream), -1)
+    previous[nxt[nxt < len(stream)]] = np.flatnonzero(nxt < len(stream))
+    got = _crowded(stream_sets, previous, lo, hi, in_set, ways, chunk=7)
     want = [len({v for v in lines[a:b] if v % sets == s}) >= ways for a, b, s in zip(lo, hi, in_set)]
     assert got.tolist() == want
