@@ -72,7 +72,7 @@ class MissCost:
                 inst = self.item.instantiate(n)
                 guess = self._per_item(inst)
                 a = self._analyse(inst, guess)
-                if guess is not None and abs(math.log(_followed(a, inst) / guess / self.probe[2])) > math.log(1.5):
+                if guess is not None and not 1 / 1.5 <= _followed(a, inst) / guess / self.probe[2] <= 1.5:
                     a = self._analyse(inst, None)  # the work did not say how the accesses grow: count them
                 if a.probed and _work_per_item(inst) and _followed(a, inst) > 0:
                     self.probe = (a.per_item, _work_per_item(inst), _followed(a, inst) / a.per_item)

@@ -226,3 +226,23 @@ def test_the_cache_miss_law_counts_a_work_items_accesses_once_and_scales_them_by
     bare = dataclasses.replace(load_spec(KERNELS / "vadd.toml"), flops=None, bytes=None)
     vadd = miss_cost(bare, profile)
     assert vadd.analysis(4096).probed and vadd.analysis(8192).probed
+
+
+def test_sizes_above_one_whose_graph_is_too_large_are_not_built_again(monkeypatch):
+    """The builder's statement limit passed at one size fails the larger ones with its message at once; smaller
+    sizes are still analysed."""
+    import gpuprofiler.models.fractal.misses as misses
+    from gpuprofiler.models.maxplus.builder import TooLarge
+
+    built = []
+
+    def too_large(inst, *args, **kwargs):
+        built.append(inst.size)
+        raise TooLarge(f"covariance.cl:13: more than 131072 statements after unrolling at {inst.size}")
+
+    monkeypatch.setattr(misses, "analyse", too_large)
+    cost = misses.miss_cost(load_spec(KERNELS / "covariance.toml"), load_profile(POCL_PROFILE))
+    assert cost.analysis(160) is None and cost.analysis(192) is None and cost.analysis(480) is None
+    assert cost.analysis(96) is None
+    assert built == [160, 96]
+    assert cost.failed[192] == cost.failed[480] == cost.failed[160]
