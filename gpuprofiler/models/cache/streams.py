@@ -110,6 +110,11 @@ def launch_groups(launch) -> int:
     return int(np.prod([-(-int(g) // int(lsz)) for g, lsz in zip(glob[:3], local[:3])]))
 
 
+def group_items(launch) -> int:
+    """Work-items of a work-group of a launch (256 at most where the launch leaves the size to the driver)."""
+    return int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
+
+
 def bases(buffers: dict[str, int]) -> dict[str, int]:
     """Each buffer's base address: one after another, page aligned."""
     out, at = {}, 0
@@ -145,7 +150,7 @@ def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarr
     footprints = {n: -(-int(b) // order.line_bytes) for n, b in kernel.buffers.items() if b and b > 0}
     known = [a for a in accesses if a.addr is not None]
     per_group = sample.size // len(followed)
-    group_items = int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
+    items_per_group = group_items(launch)
     if not known:
         empty = [np.zeros(0, np.int64) for _ in range(order.units)]
         return [Stream(empty, list(empty), [np.zeros(0, bool) for _ in range(order.units)], names, part, total,
@@ -182,7 +187,7 @@ def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarr
             per_unit[2].append(wr_o[mine].ravel()[keep])
         followed_items = max(int(sample.valid.reshape(len(followed), per_group)[at].sum()) / len(part), 1.0)
         out.append(Stream(*per_unit, names, part, total,
-                          float(active.sum()) / len(part) * max(group_items / followed_items, 1.0), unknown,
+                          float(active.sum()) / len(part) * max(items_per_group / followed_items, 1.0), unknown,
                           footprints))
     return out
 
@@ -191,10 +196,10 @@ def probe_per_item(launch, order: Order, backend: str = "opencl") -> float:
     """The global accesses of one work-item: the first group's first lanes followed (a warp's worth, one work-item
     on a CPU). As costly as following a window whose work-items run long loops: the builder unrolls them."""
     launch = as_launch(launch, backend)
-    group_items = int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
+    items_per_group = group_items(launch)
     one = Order(1, order.lanes, order.line_bytes, order.private)
     probe = window(launch, one, 0, 1, backend, items=order.lanes)
-    return probe.accesses_per_group / max(group_items, 1)
+    return probe.accesses_per_group / max(items_per_group, 1)
 
 
 def windows(launch, order: Order, budget: int = 1 << 22, count: int = 3, backend: str = "opencl",
@@ -206,11 +211,11 @@ def windows(launch, order: Order, budget: int = 1 << 22, count: int = 3, backend
     ``per_item``: the global accesses of one work-item, where the caller knows them (else a first pass counts)."""
     launch = as_launch(launch, backend)
     total = launch_groups(launch)
-    group_items = int(np.prod(list(launch.local_size or [min(256, launch.global_size[0])])))
+    items_per_group = group_items(launch)
     if per_item is None:
         per_item = probe_per_item(launch, order, backend)
     per_item = max(float(per_item), 1.0)
-    per_group = per_item * group_items
+    per_group = per_item * items_per_group
     items = None
     if per_group > budget:  # one group is more than the budget: its first work-items, one unit
         items = max(order.lanes, int(budget / per_item) // order.lanes * order.lanes)

@@ -58,7 +58,10 @@ class MissCost:
     capacities: tuple[float, ...] = ()  # the last level's candidate capacities, the calibrated one first
     analyses: dict[int, CacheAnalysis] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
-    probe: tuple[float, float, float] | None = None  # (accesses per work-item counted, its work, followed mean)
+    # a work-item's accesses counted at one size, its work there, and the windows' mean over it: following a
+    # work-item through its loops costs as much as a window (covariance: 72 of 90 s of its nine analyses), so the
+    # other sizes take the count in proportion to the spec's work per work-item
+    probe: tuple[float, float, float] | None = None
     too_large: list[int] = field(default_factory=list)  # sizes whose graph passed the builder's limit
 
     def analysis(self, n: int) -> CacheAnalysis | None:
@@ -70,12 +73,13 @@ class MissCost:
                 return None
             try:
                 inst = self.item.instantiate(n)
-                guess = self._per_item(inst)
+                work = _work_per_item(inst)
+                guess = None if self.probe is None or not work else self.probe[0] * work / self.probe[1]
                 a = self._analyse(inst, guess)
                 if guess is not None and not 1 / 1.5 <= _followed(a, inst) / guess / self.probe[2] <= 1.5:
                     a = self._analyse(inst, None)  # the work did not say how the accesses grow: count them
-                if a.probed and _work_per_item(inst) and _followed(a, inst) > 0:
-                    self.probe = (a.per_item, _work_per_item(inst), _followed(a, inst) / a.per_item)
+                if a.probed and work and _followed(a, inst) > 0:
+                    self.probe = (a.per_item, work, _followed(a, inst) / a.per_item)
                 self.analyses[n] = a
             except TooLarge as exc:
                 self.failed[n] = str(exc)
@@ -87,16 +91,6 @@ class MissCost:
     def _analyse(self, inst, per_item: float | None) -> CacheAnalysis:
         return analyse(inst, self.profile, budget=BUDGET, count=WINDOWS, last_sizes=tuple(self.capacities[1:]),
                        per_item=per_item)
-
-    def _per_item(self, inst) -> float | None:
-        """A work-item's global accesses at this size from those counted at another, in proportion to the spec's
-        work per work-item (its flops, else its bytes): following one work-item through its loops costs as much as
-        a window (covariance: 72 of 90 s of its nine analyses). None where nothing was counted yet."""
-        work = _work_per_item(inst)
-        if self.probe is None or not work:
-            return None
-        counted, at_work, _ = self.probe
-        return counted * work / at_work
 
     def memory_s(self, n: float, capacity: float | None = None) -> float:
         """Seconds the launch's last-level misses keep DRAM busy (its lines at the profile's read bandwidth); with

@@ -4,6 +4,8 @@ small sizes chosen on the target's side of the last-level cache."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from gpuprofiler.errors import UserError
@@ -132,7 +134,7 @@ def roofline(item, profile):
             return max(float(inst.bytes) / bandwidth, float(inst.flops) / (2.0 * fma.value))
         except (UserError, ValueError, ArithmeticError, TypeError):
             return 0.0
-    return remembered(cost)
+    return functools.cache(cost)  # the laws' fits and folds ask for the same few sizes thousands of times
 
 
 def work_function(item, profile, probe: int):
@@ -143,21 +145,7 @@ def work_function(item, profile, probe: int):
     declared. A launch of fewer work-items than the device runs at once (the profile's concurrency) leaves part of
     it idle: its cost is what a full device would take, W(n) * C / w(n) (see :func:`filling`)."""
     law = _work_function(item, profile, probe)
-    return None if law is None else remembered(filling(law, item, profile))
-
-
-def remembered(f):
-    """``f`` of a size, each size's value computed once: the laws' fits and their leave-one-out folds ask for the
-    same few sizes thousands of times, and each answer instantiates the spec."""
-    seen: dict = {}
-
-    def g(*args):
-        key = tuple(float(a) for a in args)
-        if key not in seen:
-            seen[key] = f(*args)
-        return seen[key]
-
-    return g
+    return None if law is None else functools.cache(filling(law, item, profile))  # as roofline's
 
 
 def concurrency(profile) -> float | None:
