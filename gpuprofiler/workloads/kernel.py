@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -28,6 +29,7 @@ class PreparedKernel:
     host: dict[str, Any]
     buffers: dict[str, Buffer]
     extra: list[Any] = field(default_factory=list)  # arguments after the spec's (an instrumented kernel's counters)
+    upload_s: float = 0.0  # wall time the buffers took to allocate and fill: what a new placement of them costs
 
     def args(self) -> list[Any]:
         return [self.buffers.get(a.name, self.host[a.name]) for a in self.instance.spec.args] + list(self.extra)
@@ -47,8 +49,10 @@ def prepare(backend: Backend, spec: KernelSpec, size: int, seed: int = 0,
     kernel = backend.compile(source_text if source_text is not None else source.read_text(), spec.kernel,
                              instance.defines)
     host = instance.make_args(np.random.default_rng(seed))
+    started = time.perf_counter()
     buffers = {a.name: backend.to_device(host[a.name])[0] for a in spec.args if not a.is_scalar}
-    return PreparedKernel(instance, kernel, host, buffers)
+    backend.finish()
+    return PreparedKernel(instance, kernel, host, buffers, upload_s=time.perf_counter() - started)
 
 
 def host_available_bytes() -> int | None:
@@ -148,10 +152,15 @@ def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: T
     kept (a block's budget and minimum samples a share of the policy's): a slow placement of the pages (a column
     walk crowding a physically indexed cache's sets) is then one block of several, not the whole measurement.
     One block where a second copy of the group's buffers would not fit (half the host's free memory, the
-    device's)."""
+    device's); no more blocks than the sampling budget pays for in uploads (a new placement costs what the first
+    upload took: 3 to 5 s for vadd's 1.5 GiB at 2^27 on this VM, whose arrays span so many pages that where they
+    land averages out)."""
     blocks = max(1, policy.placements)
     if 2 * sum(float(one.instance.array_bytes) for one in prepared) > _room(backend):
         blocks = 1  # a second copy of the buffers would not fit beside the first
+    upload = sum(one.upload_s for one in prepared)
+    if upload > 0:
+        blocks = min(blocks, 1 + int(policy.budget_s * len(prepared) / upload))
     block = policy if blocks == 1 else policy.but(
         budget_s=policy.budget_s / blocks, min_samples=max(2, -(-policy.min_samples // blocks)),
         max_samples=max(2, policy.max_samples // blocks))

@@ -91,3 +91,11 @@ def test_one_placement_where_a_second_copy_would_not_fit(pocl, quick_policy, mon
     monkeypatch.setattr(kernel_mod, "host_available_bytes", lambda: 3 * need)  # room: 1.5x the buffers
     [rec] = measure_spec(pocl, spec, [4096], quick_policy.but(placements=3))
     assert rec["placements"] == 1 and rec["samples"] >= 5
+
+
+def test_no_more_placements_than_the_sampling_budget_pays_for_in_uploads(pocl, quick_policy):
+    """A new placement costs another upload of the buffers: with a budget shorter than one upload, one block."""
+    spec = load_spec(KERNELS / "vadd.toml")
+    assert prepare(pocl, spec, 4096).upload_s > 0
+    [rec] = measure_spec(pocl, spec, [4096], quick_policy.but(placements=3, budget_s=1e-7))
+    assert rec["placements"] == 1 and rec["samples"] >= 5

@@ -76,8 +76,18 @@ def test_array_expressions():
     assert names_in("alpha * x + sum(y, 0)") == {"alpha", "x", "y"}
 
 
-@given(st.lists(st.integers(0, 5), min_size=1, max_size=20), st.data())
-def test_csr_matvec_matches_dense(row_lengths, data):
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=20), st.data(), st.sampled_from([1, 3, 1 << 18]))
+def test_csr_matvec_matches_dense(row_lengths, data, block):
+    import gpuprofiler.workloads.safe_eval as safe_eval
+
+    safe_eval.CSR_ROWS, kept = block, safe_eval.CSR_ROWS  # rows summed a block at a time: any block gives the same
+    try:
+        check_csr_matvec(row_lengths, data)
+    finally:
+        safe_eval.CSR_ROWS = kept
+
+
+def check_csr_matvec(row_lengths, data):
     n = len(row_lengths)
     rowptr = np.concatenate(([0], np.cumsum(row_lengths)))
     nnz = int(rowptr[-1])
@@ -89,3 +99,5 @@ def test_csr_matvec_matches_dense(row_lengths, data):
         for k in range(rowptr[i], rowptr[i + 1]):
             dense[i, cols[k]] += vals[k]
     assert np.allclose(csr_matvec(rowptr, cols, vals, x), dense @ x)
+    single = csr_matvec(rowptr, cols, vals.astype(np.float32), x.astype(np.float32))
+    assert single.dtype == np.float64 and np.allclose(single, dense @ x)  # float32 values summed in float64
