@@ -47,3 +47,27 @@ def test_elementwise_detection():
     assert check("where(a > 0, a, -a)") is None  # a comparison is not in the element-by-element whitelist
     assert check("a @ a") is None and check("sum(a)") is None and check("m") is None
     assert check("a", g="c[1:]") is None
+
+
+def test_a_check_that_sums_in_float64_itself_gets_no_float64_copies(monkeypatch):
+    """csr_matvec on the spec's arrays as they are: no float64 copy of its values (2 GiB at 268M non-zeros); an
+    expression around its arguments is promoted as any other."""
+    rng = np.random.default_rng(5)
+    n, k = 300, 4
+    rowptr = np.arange(n + 1, dtype=np.int32) * k
+    cols = rng.integers(0, n, n * k, dtype=np.int32)
+    vals, x = rng.random(n * k, dtype=np.float32), rng.random(n, dtype=np.float32)
+    dense = np.zeros((n, n))
+    np.add.at(dense, (np.repeat(np.arange(n), k), cols), vals.astype(np.float64))
+    y = (dense @ x.astype(np.float64)).astype(np.float32)
+    before = {"rowptr": rowptr, "cols": cols, "vals": vals, "x": x, "y": np.zeros(n, np.float32)}
+    promoted = []
+    keep = checking._promote
+    monkeypatch.setattr(checking, "_promote", lambda v: promoted.append(v) or keep(v))
+    assert run("csr_matvec(rowptr, cols, vals, x)", before, dict(before, y=y), 1 << 18, monkeypatch, got="y") <= 1
+    assert promoted == []
+    assert run("csr_matvec(rowptr, cols, 1 * vals, x)", before, dict(before, y=y), 1 << 18, monkeypatch, got="y") <= 1
+    assert len(promoted) == 4
+    y[7] += 1.0
+    with pytest.raises(CheckError, match="in 1 of 300"):
+        run("csr_matvec(rowptr, cols, vals, x)", before, dict(before, y=y), 1 << 18, monkeypatch, got="y")
