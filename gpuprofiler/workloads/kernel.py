@@ -159,7 +159,7 @@ def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: T
     if 2 * sum(float(one.instance.array_bytes) for one in prepared) > _room(backend):
         blocks = 1  # a second copy of the buffers would not fit beside the first
     upload = sum(one.upload_s for one in prepared)
-    if upload > 0:
+    if blocks > 1 and upload > 0 and math.isfinite(policy.budget_s):
         blocks = min(blocks, 1 + int(policy.budget_s * len(prepared) / upload))
     block = policy if blocks == 1 else policy.but(
         budget_s=policy.budget_s / blocks, min_samples=max(2, -(-policy.min_samples // blocks)),

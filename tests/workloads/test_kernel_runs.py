@@ -99,3 +99,11 @@ def test_no_more_placements_than_the_sampling_budget_pays_for_in_uploads(pocl, q
     assert prepare(pocl, spec, 4096).upload_s > 0
     [rec] = measure_spec(pocl, spec, [4096], quick_policy.but(placements=3, budget_s=1e-7))
     assert rec["placements"] == 1 and rec["samples"] >= 5
+
+
+def test_a_fixed_count_policy_has_no_budget_to_split(pocl):
+    """fixed(n) with placements: an infinite budget, which no upload bounds; every placement still taken."""
+    from gpuprofiler.measure.policy import fixed
+
+    [rec] = measure_spec(pocl, load_spec(KERNELS / "vadd.toml"), [4096], fixed(4, warmup=1).but(placements=3))
+    assert rec["placements"] == 3 and rec["samples"] >= 4
