@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpuprofiler.models.cache.reuse import next_and_first_use, next_use, stack_distances
+from gpuprofiler.models.cache.reuse import next_and_first_use, next_use, previous_from_next, stack_distances
 from gpuprofiler.models.cache.statcache import stack_distance_of, statcache, statstack
 from gpuprofiler.models.cache.streams import Order, Stream, device_order, probe_per_item, windows
 from gpuprofiler.profile.hardware import view
@@ -163,10 +163,7 @@ class Samples:
     def add(self, lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator,
             writes: np.ndarray | None = None) -> None:
         d, a, ln, pos, cold, missing, cold_first, new, nxt = sample_distances(lines, arrays, rate, rng)
-        previous = np.full(len(lines), -1, dtype=np.int64)
-        again = nxt < len(lines)
-        previous[nxt[again]] = np.flatnonzero(again)
-        self.previous.append(previous)
+        self.previous.append(previous_from_next(nxt))
         self.stream_arrays.append(arrays)
         self.first_lines.append(lines[new])
         self.first_arrays.append(arrays[new])

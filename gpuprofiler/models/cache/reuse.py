@@ -56,6 +56,15 @@ def next_and_first_use(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return nxt, first
 
 
+def previous_from_next(nxt: np.ndarray) -> np.ndarray:
+    """Per access, the position of the previous access to its line (-1: none), from each access's next use
+    (``len(nxt)``: none), as :func:`next_and_first_use` gives it: no second sort."""
+    out = np.full(len(nxt), -1, dtype=np.int64)
+    again = nxt < len(nxt)
+    out[nxt[again]] = np.flatnonzero(again)
+    return out
+
+
 def previous_use(lines: np.ndarray) -> np.ndarray:
     """Position of the previous access to each access's line (``-1``: none, the line's first access)."""
     out = np.full(len(lines), -1, dtype=np.int64)

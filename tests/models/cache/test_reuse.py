@@ -10,6 +10,7 @@ from gpuprofiler.models.cache.reuse import (
     lru_miss_ratio,
     next_and_first_use,
     next_use,
+    previous_from_next,
     previous_use,
     reuse_distances,
     stack_distances,
@@ -51,6 +52,7 @@ def test_next_and_first_use_are_exact_at_any_line_numbers(lines, offset):
     assert nxt.tolist() == [next((j for j in range(i + 1, len(values)) if values[j] == v), len(values))
                             for i, v in enumerate(values)]
     assert first.tolist() == [values.index(v) for v in values]
+    assert previous_from_next(nxt).tolist() == previous_use(arr).tolist()
 
 
 def sampled(lines, rate=1e-3, seed=0):
@@ -137,9 +139,6 @@ def test_a_windows_distinct_lines_of_a_set_are_counted_exactly(lines, sets, ways
     lo = np.array([min(x, y) for x, y, _ in queries])
     hi = np.array([max(x, y) for x, y, _ in queries])
     in_set = np.array([s for _, _, s in queries])
-    nxt, _ = next_and_first_use(stream)
-    previous = np.full(len(stream), -1)
-    previous[nxt[nxt < len(stream)]] = np.flatnonzero(nxt < len(stream))
-    got = _crowded(stream_sets, previous, lo, hi, in_set, ways, chunk=7)
+    got = _crowded(stream_sets, previous_from_next(next_and_first_use(stream)[0]), lo, hi, in_set, ways, chunk=7)
     want = [len({v for v in lines[a:b] if v % sets == s}) >= ways for a, b, s in zip(lo, hi, in_set)]
     assert got.tolist() == want
