@@ -28,7 +28,7 @@ def test_power_of_two_transpose_crowds_the_l1_sets(tmp_path):
 
 def test_table_and_plot(tmp_path):
     plot = tmp_path / "mrc.png"
-    done = run_cli("cache", "spmv_csr", "--size", 1 << 20, "--profile", POCL_PROFILE, "--plot", plot, cwd=tmp_path)
+    done = run_cli("cache", "spmv_csr", "--size", 1 << 16, "--profile", POCL_PROFILE, "--plot", plot, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "global accesses per launch" in out and "x " in out and "reuse distances" in out
