@@ -129,7 +129,6 @@ def test_modelling_figure_is_the_low_quantile_with_its_interval():
     assert s.tight("model", 0.01, 0.95) and not s.tight("median", 0.01, 0.95)
 
 
-
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.floats(-5.0, 5.0), min_size=2, max_size=400).filter(lambda v: np.ptp(v) > 1e-3),
        st.integers(1, 64))
