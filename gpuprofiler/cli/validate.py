@@ -42,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
 
     models = suite.check_models(args.models)
     outdir = Path(args.output)
-    suite.suite_paths(args.suite, args.items)  # a bad suite fails before anything is opened
+    paths = suite.suite_paths(args.suite, args.items)  # a bad suite fails before anything is opened
+    if args.fit_correction:
+        _enough_kernels(paths)
     if args.replay:
         return _replay(args, models, outdir)
     runner = open_runner(args)
@@ -130,6 +132,17 @@ def _replay(args: argparse.Namespace, models: list[str], outdir: Path) -> int:
         notes.append(f"the profile describes {described}; the measurements are of {device.get('name')}")
     return _write(args, models, outdir, results, device.get("name", "?"), device.get("id", "?"),
                   str(choice.path), notes)
+
+
+def _enough_kernels(paths: list[Path]) -> None:
+    """--fit-correction on kernel specs alone, fewer than a correction needs: refused before anything is measured
+    or predicted (specs that share a kernel count once, and an app's kernels are known once it is traced: those
+    are refused after predicting, by :func:`_fit_corrections`)."""
+    from gpuprofiler.models.correction import MIN_KERNELS
+
+    if all(p.suffix == ".toml" for p in paths) and len(paths) < MIN_KERNELS:
+        raise UserError(f"--fit-correction: {len(paths)} kernel spec(s) chosen; a correction needs at least "
+                        f"{MIN_KERNELS} kernels (each is left out in turn and predicted by the others)")
 
 
 def _fit_corrections(rows: list[dict]) -> list:
