@@ -36,6 +36,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpuprofiler.measure.runners import check_address, cluster_address
+
+    address = cluster_address(args.cluster)
+    if address is not None:
+        check_address(address)  # a bad address fails before the suite's modules load
     from gpuprofiler.calibrate.driver import calibrate
     from gpuprofiler.device import open_backend
     from gpuprofiler.validate import suite
