@@ -328,3 +328,15 @@ def test_tune_on_a_local_cluster_measures_each_configuration_once(tmp_path, pocl
     assert len(stored) == 4 and all(x["tune_device"].endswith(pocl_id()) for x in stored)
     r = run_cli(*args)
     assert r.returncode == 0 and "(4 stored)" in r.stderr and len(read_records(tmp_path / "t" / "tune.jsonl")) == 4
+
+
+def test_cluster_addresses_are_checked_without_dask():
+    from gpuprofiler.errors import UserError
+    from gpuprofiler.measure.runners import check_address
+
+    assert check_address("local") == (True, None)
+    assert check_address("local:1") == (True, 1) and check_address("local:256") == (True, 256)
+    assert check_address("tcp://10.0.0.1:8786") == (False, None) and check_address("tls://h:1") == (False, None)
+    for bad in ("local:0", "local:257", "local:", "udp://h:1", "tcp:/h", "remote"):
+        with pytest.raises(UserError, match="--cluster"):
+            check_address(bad)
