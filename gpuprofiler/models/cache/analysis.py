@@ -12,6 +12,8 @@ each change of unit on such a line, with a store on either side, is a coherence 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,6 +109,11 @@ def cache_levels(profile) -> list[tuple[str, float]]:
     where that is larger than every knee."""
     hw = view(profile)
     levels = [(f"L{c.level}", float(c.size_bytes)) for c in hw.caches]
+    reported = float(hw.device_extra("l2_cache_bytes") or hw.device_extra("global_mem_cache_bytes") or 0.0)
+    if reported > 0:
+        # a knee well past the largest cache the driver reports is no cache: the TLB's reach or the memory's own
+        # (the H100 profile's 106 MB "L3" beside its 50 MB L2, this VM's 47-53 MB beside its 32 MiB L3)
+        levels = [lv for lv in levels if lv[1] <= REPORTED_SPREAD * reported]
     stream = hw.figure("bandwidth.streaming_llc_bytes").value
     if stream and (not levels or stream > 1.5 * max(s for _, s in levels)):
         levels.append((f"L{len(levels) + 1}", float(stream)))
@@ -114,6 +121,7 @@ def cache_levels(profile) -> list[tuple[str, float]]:
     return [(f"L{i + 1}", size) for i, (_, size) in enumerate(levels)]
 
 
+REPORTED_SPREAD = 1.25  # a calibrated level this much larger than the driver's last-level cache is not a cache
 NEAR = 4096  # reuses at most this many accesses away have their same-set distinct lines counted exactly
 
 
@@ -283,13 +291,17 @@ def _crowded(stream_sets: np.ndarray, previous: np.ndarray, lo: np.ndarray, hi: 
 def later_hits(samples: Samples, names: list[str], footprints: dict[str, int], accesses: float,
                capacity: int) -> np.ndarray:
     """Per buffer, the share of its accesses not reused within their window that a shared cache of ``capacity``
-    lines still holds when the launch comes back to their line after the window (a window is a slice of the launch:
-    a line a whole launch touches t times a launch, evenly, is back every 1/t of it, unless that was its last touch).
+    lines still holds when the launch comes back to their line after the window (a window is a slice of the launch).
 
     For buffer i of F_i lines touched N_i times a launch: of its accesses not reused in the window, a share
-    1 - (window accesses of i / those not reused) * F_i / N_i is not the line's last touch; the next comes
-    ``accesses * F_i / N_i`` accesses later, with sum_j min(F_j, gap * r_j) distinct lines between (r_j: buffer j's
-    new lines per access in the window): a hit where that is under ``capacity``. ``samples``: the shared level's
+    1 - (window accesses of i / those not reused) * F_i / N_i is not the line's last touch; the next comes a mean
+    gap of M_i = ``accesses * F_i / N_i`` accesses later. Where the launch comes back to a line evenly (a matrix
+    every work-group row reads) the gap is M_i, a hit where the distinct lines between, sum_j min(F_j, M_i r_j)
+    (r_j: buffer j's new lines per access in the window), are under ``capacity``. Where it comes back at random
+    (a gather: ``x[cols[p]]``) the gap is exponential with mean M_i, so a hit is a gap shorter than the one whose
+    distinct lines fill the cache, given that it outlasted the rest of the window: for a uniform gather over F
+    lines the LRU hit ratio C/F, which the even rule, all or nothing, cannot give. Each buffer's share of the
+    second kind is :func:`random_gaps`' (what its reuses inside the window say). ``samples``: the shared level's
     (the units' streams interleaved). Buffers of unknown size: 0."""
     k = len(names)
     touched = np.zeros(k)
@@ -302,7 +314,21 @@ def later_hits(samples: Samples, names: list[str], footprints: dict[str, int], a
     cold = np.bincount(np.concatenate(samples.cold_arrays), minlength=k)[:k] if samples.cold_arrays else np.zeros(k)
     foot = np.array([float(footprints.get(n, 0)) for n in names])
     rate = new_lines / max(length, 1)
-    per_launch = touched / max(samples.population, 1) * accesses  # N_i
+    touch = touched / max(samples.population, 1)  # each buffer's accesses per access
+    per_launch = touch * accesses  # N_i
+    gaps = np.where((foot > 0) & (per_launch > 0), accesses * foot / np.maximum(per_launch, 1e-300), np.inf)
+    known = np.where(foot > 0, foot, np.inf)
+    rnd, rest = random_gaps(samples, k, gaps)
+
+    def between(g: float) -> float:
+        # distinct lines the launch touches in g accesses: a random buffer's as draws with replacement fill its
+        # lines, the others' at their new-line rate in the window up to their footprint
+        linear = np.minimum(known, g * rate)
+        drawn = np.where(np.isfinite(known), known * -np.expm1(-g * touch / np.where(np.isfinite(known), known, 1.0)),
+                         g * rate)
+        return float(((1.0 - rnd) * linear + rnd * drawn).sum())
+
+    reach = _fill(between, capacity, hi=float(accesses))
     out = np.zeros(k)
     for i in range(k):
         if foot[i] <= 0 or per_launch[i] <= foot[i] or cold[i] == 0:
@@ -310,11 +336,52 @@ def later_hits(samples: Samples, names: list[str], footprints: dict[str, int], a
         again = 1.0 - touched[i] / cold[i] * foot[i] / per_launch[i]
         if again <= 0:
             continue
-        gap = accesses * foot[i] / per_launch[i]
-        between = float(np.minimum(np.where(foot > 0, foot, np.inf), gap * rate).sum())
-        if between < capacity:
-            out[i] = min(again, 1.0)
+        even = 1.0 if between(gaps[i]) < capacity else 0.0
+        # (the next touch is within the launch: where everything the launch touches fits, a hit)
+        drawn = 1.0 if reach >= accesses else -math.expm1(-max(reach - rest[i], 0.0) / gaps[i])
+        out[i] = min(again, 1.0) * ((1.0 - rnd[i]) * even + rnd[i] * drawn)
     return out
+
+
+def random_gaps(samples: Samples, k: int, gaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per buffer, the share of its reuses that come at random (exponential gaps of mean ``gaps[i]``, a gather's)
+    rather than evenly, and the mean rest of the window after its samples. Random reuses of mean gap M put a share
+    exp(-s / M) - exp(-rest / M) of a sample's next uses between ``s`` (an eighth of the window, past a line's
+    and a loop's near reuses) and the window's end; the share is the reuses seen there over those expected, at
+    most 1; 0 where fewer than :data:`FEW_REUSES` are expected (the window cannot tell)."""
+    seen, expected, rest_sum, count = np.zeros(k), np.zeros(k), np.zeros(k), np.zeros(k)
+    for d, a, pos, stream in zip(samples.distances, samples.arrays, samples.positions, samples.streams):
+        if not len(d):
+            continue
+        rest = (len(stream) - 1 - pos).astype(float)
+        s = len(stream) / 8.0
+        m = gaps[a]
+        finite = np.isfinite(m)
+        e = np.where(finite, np.exp(-s / np.where(finite, m, 1.0)) - np.exp(-rest / np.where(finite, m, 1.0)), 0.0)
+        expected += np.bincount(a, weights=np.maximum(e, 0.0), minlength=k)[:k]
+        seen += np.bincount(a[np.isfinite(d) & (d >= s)], minlength=k)[:k]
+        rest_sum += np.bincount(a, weights=rest, minlength=k)[:k]
+        count += np.bincount(a, minlength=k)[:k]
+    share = np.where(expected >= FEW_REUSES, np.minimum(seen / np.maximum(expected, 1e-300), 1.0), 0.0)
+    return share, rest_sum / np.maximum(count, 1)
+
+
+FEW_REUSES = 8.0  # expected far reuses in the windows below which a buffer's kind of reuse is not judged
+
+
+def _fill(between: Callable[[float], float], capacity: float, hi: float) -> float:
+    """The accesses after which ``between`` (distinct lines touched, non-decreasing) reaches ``capacity``; ``hi``
+    where it never does."""
+    if between(hi) < capacity:
+        return hi
+    lo = 0.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if between(mid) < capacity:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 PAGE = 4096

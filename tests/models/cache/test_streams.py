@@ -1,5 +1,6 @@
 """Address streams of real kernels in a modelled execution order, and StatStack on them against exact LRU."""
 
+import copy
 import dataclasses
 
 import numpy as np
@@ -12,7 +13,8 @@ from gpuprofiler.models.cache.analysis import Samples, analyse, cache_levels, sc
 from gpuprofiler.models.cache.reuse import lru_miss_ratio, reuse_distances
 from gpuprofiler.models.cache.statcache import statstack
 from gpuprofiler.models.cache.streams import Order, device_order, launch_groups, window
-from gpuprofiler.profile.file import load_profile
+from gpuprofiler.profile.file import Profile, load_profile
+from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.spec import load_spec
 
 ONE_CORE = Order(units=1, lanes=1, line_bytes=64)
@@ -244,3 +246,83 @@ def test_sizes_above_one_whose_graph_is_too_large_are_not_built_again(monkeypatc
     assert cost.analysis(96) is None
     assert built == [160, 96]
     assert cost.failed[192] == cost.failed[480] == cost.failed[160]
+
+
+# ---- reuses after the window -------------------------------------------------------------------------------------
+
+
+def _windowed_miss_ratio(lines, arrays, names, footprints, capacity, window, seed=0):
+    """A fully associative LRU level's miss ratio as the analysis reads it off windows of ``window`` accesses (the
+    launch's reuses beyond a window taken by :func:`later_hits`), over 64 windows at random points of the stream."""
+    from gpuprofiler.models.cache.analysis import later_hits
+    from gpuprofiler.models.cache.statcache import stack_distance_of
+
+    rng = np.random.default_rng(seed)
+    s = Samples()
+    for start in np.sort(rng.integers(0, len(lines) - window, 64)):  # not evenly: a period would alias
+        s.add(lines[start:start + window], arrays[start:start + window], 0.05, rng)
+    d, _ = s.all()
+    later = later_hits(s, names, footprints, float(len(lines)), capacity)
+    return s.misses(stack_distance_of(d) >= capacity, names, later)[0], later
+
+
+def test_a_gather_reused_after_the_window_hits_as_lru_does():
+    """A uniform gather over 4096 lines beside a stream (spmv's x beside cols), the gather's mean gap (8192
+    accesses) four times a window's: an LRU cache of C lines holds about C / 4096 of the gathers, less what the
+    stream takes; the analysis's windows agree with exact LRU on the whole stream within 0.03. Taking every
+    reuse after a window as coming back a mean gap later, all or nothing, misses nearly every gather."""
+    rng = np.random.default_rng(7)
+    steps = 1 << 18
+    lines = np.empty(2 * steps, np.int64)
+    lines[0::2] = (1 << 30) + np.arange(steps) // 16  # a stream, 16 steps to a line, never back
+    lines[1::2] = rng.integers(0, 4096, steps)
+    arrays = np.tile(np.array([0, 1], np.int64), steps)
+    foot = {"stream": steps // 16, "x": 4096}
+    capacities = [512, 1024, 2048, 3072]
+    exact = lru_miss_ratio(lines, capacities)
+    for capacity, want in zip(capacities, exact):
+        got, later = _windowed_miss_ratio(lines, arrays, ["stream", "x"], foot, capacity, window=2048)
+        assert abs(got - want) <= 0.03, (capacity, got, want)
+        # the stream never comes back; the gathers do, past the window's end once the cache outlasts it
+        assert later[0] == 0.0 and (later[1] > 0.0) == (capacity > 512)
+
+
+def test_a_buffer_the_launch_comes_back_to_evenly_keeps_the_all_or_nothing_rule():
+    """A block of 1024 lines swept in order, then the same sweep again after a stream of 1536 new lines (a matrix
+    each work-group row reads again): each line is back after exactly 2560 accesses, past the window. A cache of
+    3072 lines holds the block (the second sweep hits); one of 2048 does not (it misses), as exact LRU says."""
+    sweeps = 64
+    block = np.arange(1024, dtype=np.int64)
+    lines = np.concatenate([np.concatenate([block, (1 << 30) + k * 1536 + np.arange(1536)]) for k in range(sweeps)])
+    arrays = np.concatenate([np.concatenate([np.zeros(1024, np.int64), np.ones(1536, np.int64)])] * sweeps)
+    foot = {"a": 1024, "stream": 1536 * sweeps}
+    for capacity, want in zip((2048, 3072), lru_miss_ratio(lines, [2048, 3072])):
+        got, _ = _windowed_miss_ratio(lines, arrays, ["a", "stream"], foot, capacity, window=2048)
+        assert abs(got - want) <= 0.03, (capacity, got, want)
+
+
+def test_a_latency_knee_well_past_the_drivers_last_level_cache_is_not_a_cache():
+    """The H100 profile's latency curve has knees at 27.8 MB (the near half of its L2) and 106 MB; the driver
+    reports a 50 MB L2, so the second is the translation's reach or the memory's, not a cache level. A knee
+    within 1.25x of what the driver reports stays."""
+    prof = load_profile(H100_PROFILE)
+    assert [round(c.size_bytes / 2**20) for c in view(prof).caches][-1] == 101
+    levels = cache_levels(prof)
+    assert [name for name, _ in levels] == ["L1", "L2"] and levels[-1][1] == pytest.approx(27801901)
+    data = copy.deepcopy(prof.data)
+    data["device"]["extra"]["l2_cache_bytes"] = 90 << 20  # a driver reporting more keeps the knee at 101 MiB
+    assert len(cache_levels(Profile(data))) == 3
+    del data["device"]["extra"]["l2_cache_bytes"]  # nothing reported: every knee kept
+    assert len(cache_levels(Profile(data))) == 3
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.floats(1e-3, 10.0), st.floats(1.0, 1e7), st.floats(1.0, 1e9))
+def test_fill_finds_where_the_distinct_lines_reach_the_capacity(per_access, capacity, accesses):
+    from gpuprofiler.models.cache.analysis import _fill
+
+    got = _fill(lambda g: per_access * g, capacity, hi=accesses)
+    if per_access * accesses < capacity:
+        assert got == accesses  # the launch never fills it
+    else:
+        assert got == pytest.approx(capacity / per_access, rel=1e-9)
