@@ -375,7 +375,9 @@ def _fill(between: Callable[[float], float], capacity: float, hi: float) -> floa
     if between(hi) < capacity:
         return hi
     lo = 0.0
-    for _ in range(60):
+    for _ in range(200):  # to a part in 1e12 of the answer, however far below ``hi`` it lies
+        if hi - lo <= 1e-12 * hi:
+            break
         mid = 0.5 * (lo + hi)
         if between(mid) < capacity:
             lo = mid

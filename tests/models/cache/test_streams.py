@@ -6,7 +6,7 @@ import dataclasses
 import numpy as np
 import pytest
 from conftest import H100_PROFILE, KERNELS, POCL_PROFILE
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpuprofiler.models.cache.analysis import Samples, analyse, cache_levels, scattered_lines
@@ -318,6 +318,7 @@ def test_a_latency_knee_well_past_the_drivers_last_level_cache_is_not_a_cache():
 
 @settings(max_examples=100, deadline=None)
 @given(st.floats(1e-3, 10.0), st.floats(1.0, 1e7), st.floats(1.0, 1e9))
+@example(3.0, 1.0, 401684479.0)  # an answer 1e9 times below the upper end
 def test_fill_finds_where_the_distinct_lines_reach_the_capacity(per_access, capacity, accesses):
     from gpuprofiler.models.cache.analysis import _fill
 
