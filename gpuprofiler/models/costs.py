@@ -207,7 +207,7 @@ def cache_capacity(profile, default: float | None = None) -> Figure:
     if hw.caches:
         c = hw.caches[-1]
         return Figure(c.size_bytes, f"profile caches: L{c.level} (latency knee)", measured=True)
-    reported = hw.device_extra("l2_cache_bytes") or hw.device_extra("global_mem_cache_bytes")
+    reported = hw.reported_llc_bytes
     if reported:
         return Figure(float(reported), "the driver's reported cache size")
     return Figure(None if default is None else float(default), "reference board L2" if default else "unknown")

@@ -186,6 +186,12 @@ class HardwareView:
         return value if value is not None and value > 0 else None  # 0: the driver does not know
 
     @property
+    def reported_llc_bytes(self) -> float | None:
+        """The last-level cache the driver reports: a GPU's L2 (``l2_cache_bytes``), an OpenCL device's global memory
+        cache (``global_mem_cache_bytes``); None where it reports none."""
+        return self.device_extra("l2_cache_bytes") or self.device_extra("global_mem_cache_bytes")
+
+    @property
     def page_run(self) -> int:
         """Pages the host's operating system hands a CPU device's buffers physically contiguous
         (``device.extra.page_run_pages``: Linux's per-CPU page batch); 1 (each page anywhere) elsewhere."""

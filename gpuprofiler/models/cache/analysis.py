@@ -27,6 +27,8 @@ RATE = 1e-3
 _GOLDEN = np.int64(0x9E3779B97F4A7C15 - (1 << 64))  # Fibonacci hashing's multiplier, as a wrapping int64
 PAGE_BYTES = 4096  # the TLB's unit: a 4 KiB page (Linux gives a kernel's buffers those unless asked otherwise)
 MIN_SAMPLES = 4000  # below this many the rate is raised (a small launch is sampled densely)
+LLC_SPREAD = 1.25  # a calibrated and a reported last-level cache further apart than this disagree
+FEW_REUSES = 8.0  # expected far reuses in the windows below which a buffer's kind of reuse is not judged
 
 
 @dataclass
@@ -109,11 +111,11 @@ def cache_levels(profile) -> list[tuple[str, float]]:
     where that is larger than every knee."""
     hw = view(profile)
     levels = [(f"L{c.level}", float(c.size_bytes)) for c in hw.caches]
-    reported = float(hw.device_extra("l2_cache_bytes") or hw.device_extra("global_mem_cache_bytes") or 0.0)
-    if reported > 0:
+    reported = hw.reported_llc_bytes
+    if reported:
         # a knee well past the largest cache the driver reports is no cache: the TLB's reach or the memory's own
         # (the H100 profile's 106 MB "L3" beside its 50 MB L2, this VM's 47-53 MB beside its 32 MiB L3)
-        levels = [lv for lv in levels if lv[1] <= REPORTED_SPREAD * reported]
+        levels = [lv for lv in levels if lv[1] <= LLC_SPREAD * reported]
     stream = hw.figure("bandwidth.streaming_llc_bytes").value
     if stream and (not levels or stream > 1.5 * max(s for _, s in levels)):
         levels.append((f"L{len(levels) + 1}", float(stream)))
@@ -121,7 +123,6 @@ def cache_levels(profile) -> list[tuple[str, float]]:
     return [(f"L{i + 1}", size) for i, (_, size) in enumerate(levels)]
 
 
-REPORTED_SPREAD = 1.25  # a calibrated level this much larger than the driver's last-level cache is not a cache
 NEAR = 4096  # reuses at most this many accesses away have their same-set distinct lines counted exactly
 
 
@@ -317,15 +318,15 @@ def later_hits(samples: Samples, names: list[str], footprints: dict[str, int], a
     touch = touched / max(samples.population, 1)  # each buffer's accesses per access
     per_launch = touch * accesses  # N_i
     gaps = np.where((foot > 0) & (per_launch > 0), accesses * foot / np.maximum(per_launch, 1e-300), np.inf)
-    known = np.where(foot > 0, foot, np.inf)
+    sized = foot > 0
+    known = np.where(sized, foot, np.inf)
     rnd, rest = random_gaps(samples, k, gaps)
 
     def between(g: float) -> float:
         # distinct lines the launch touches in g accesses: a random buffer's as draws with replacement fill its
         # lines, the others' at their new-line rate in the window up to their footprint
         linear = np.minimum(known, g * rate)
-        drawn = np.where(np.isfinite(known), known * -np.expm1(-g * touch / np.where(np.isfinite(known), known, 1.0)),
-                         g * rate)
+        drawn = np.where(sized, known * -np.expm1(-g * touch / np.where(sized, known, 1.0)), g * rate)
         return float(((1.0 - rnd) * linear + rnd * drawn).sum())
 
     reach = _fill(between, capacity, hi=float(accesses))
@@ -364,9 +365,6 @@ def random_gaps(samples: Samples, k: int, gaps: np.ndarray) -> tuple[np.ndarray,
         count += np.bincount(a, minlength=k)[:k]
     share = np.where(expected >= FEW_REUSES, np.minimum(seen / np.maximum(expected, 1e-300), 1.0), 0.0)
     return share, rest_sum / np.maximum(count, 1)
-
-
-FEW_REUSES = 8.0  # expected far reuses in the windows below which a buffer's kind of reuse is not judged
 
 
 def _fill(between: Callable[[float], float], capacity: float, hi: float) -> float:

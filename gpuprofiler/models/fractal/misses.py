@@ -31,12 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.models.cache.analysis import CacheAnalysis, analyse, cache_levels
+from gpuprofiler.models.cache.analysis import LLC_SPREAD, CacheAnalysis, analyse, cache_levels
 from gpuprofiler.models.costs import cache_served, level_bandwidths, scattered, store_stalls, tlb_walks
 from gpuprofiler.models.maxplus.builder import TooLarge
 from gpuprofiler.profile.hardware import view
 
-LLC_SPREAD = 1.25  # a reported last level this much larger than the calibrated one makes its capacity uncertain
 BUDGET = 1 << 20  # accesses per window: enough for the private levels, a fifth of the time of `gpuprofiler cache`
 WINDOWS = 2
 
@@ -169,7 +168,7 @@ def last_level_capacities(profile, steps: int = 3) -> tuple[float, ...]:
     if not levels:
         return ()
     calibrated = float(levels[-1][1])
-    reported = float(hw.device_extra("global_mem_cache_bytes") or 0.0)
+    reported = float(hw.reported_llc_bytes or 0.0)
     if hw.kind != "cpu" or reported <= LLC_SPREAD * calibrated:
         return (calibrated,)
     return tuple(float(calibrated * (reported / calibrated) ** (k / (steps - 1))) for k in range(steps))
