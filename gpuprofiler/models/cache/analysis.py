@@ -20,7 +20,7 @@ import numpy as np
 
 from gpuprofiler.models.cache.reuse import next_and_first_use, next_use, previous_from_next, stack_distances
 from gpuprofiler.models.cache.statcache import stack_distance_of, statcache, statstack
-from gpuprofiler.models.cache.streams import Order, Stream, device_order, probe_per_item, windows
+from gpuprofiler.models.cache.streams import Order, device_order, probe_per_item, windows
 from gpuprofiler.profile.hardware import view
 
 RATE = 1e-3
@@ -130,13 +130,14 @@ def sample_distances(lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np
     """Forward reuse distances (inf: not reused in the rest of the window), buffers, lines and positions of a
     random sample of the first half of the stream, and the positions of every access of that half that is not
     reused (counted exactly, not sampled: the cold share needs no estimate); last, which accesses of the whole
-    stream are their line's first, and each access's next use (:func:`~.reuse.next_and_first_use`)."""
+    stream are their line's first, and each access's next use and line's first access
+    (:func:`~.reuse.next_and_first_use`)."""
     half = len(lines) // 2
     nxt, first = next_and_first_use(lines)
     new = first == np.arange(len(lines))
     if half == 0:
         empty = np.zeros(0, np.int64)
-        return np.zeros(0), empty, empty, empty, empty, empty, empty, new, nxt
+        return np.zeros(0), empty, empty, empty, empty, empty, empty, new, nxt, first
     pick = np.flatnonzero(rng.random(half) < rate)
     n = len(lines)
     d = (nxt[pick] - pick - 1).astype(float)
@@ -144,7 +145,7 @@ def sample_distances(lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np
     cold = np.flatnonzero(nxt[:half] >= n)
     # whose miss each is: a reuse's, the next access to the line; a line never reused, its first access
     missing = np.where(nxt[pick] < n, nxt[pick], first[pick])
-    return d, arrays[pick], lines[pick], pick, cold, missing, first[cold], new, nxt
+    return d, arrays[pick], lines[pick], pick, cold, missing, first[cold], new, nxt, first
 
 
 @dataclass
@@ -162,18 +163,19 @@ class Samples:
     population: int = 0                      # accesses the samples were drawn from
     cold_arrays: list[np.ndarray] = field(default_factory=list)  # buffer of each of them not reused
     cold_writes: list[np.ndarray] = field(default_factory=list)
-    stream_arrays: list[np.ndarray] = field(default_factory=list)  # per stream: the buffer of every access
+    touches: list[np.ndarray] = field(default_factory=list)  # per stream: its first half's accesses of each buffer
+    lengths: list[int] = field(default_factory=list)          # per stream: its accesses
     first_lines: list[np.ndarray] = field(default_factory=list)    # per stream: its new lines, in time order
     first_arrays: list[np.ndarray] = field(default_factory=list)   # and their buffers
-    previous: list[np.ndarray] = field(default_factory=list)       # per stream: each access's line's previous access
     line_bytes: int = 64  # the streams' line size (for the page of a line)
     page_run: int = 1     # pages the operating system hands out physically contiguous, one colour offset per run
 
     def add(self, lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator,
-            writes: np.ndarray | None = None) -> None:
-        d, a, ln, pos, cold, missing, cold_first, new, nxt = sample_distances(lines, arrays, rate, rng)
-        self.previous.append(previous_from_next(nxt))
-        self.stream_arrays.append(arrays)
+            writes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Samples a stream; returns each access's next use and its line's first access."""
+        d, a, ln, pos, cold, missing, cold_first, new, nxt, first = sample_distances(lines, arrays, rate, rng)
+        self.touches.append(np.bincount(arrays[:len(arrays) // 2]))
+        self.lengths.append(len(arrays))
         self.first_lines.append(lines[new])
         self.first_arrays.append(arrays[new])
         self.writes.append(writes[missing] if writes is not None else np.zeros(len(d), bool))
@@ -186,6 +188,7 @@ class Samples:
         self.positions.append(pos)
         self.streams.append(lines)
         self.distinct.append(np.sort(lines[new]))
+        return nxt, first
 
     def all(self) -> tuple[np.ndarray, np.ndarray]:
         return np.concatenate(self.distances), np.concatenate(self.arrays)
@@ -248,33 +251,58 @@ class Samples:
         distinct lines of its set touched in between (``ways`` of them or more), counted in the stream for near
         reuses, else its expected stack distance ``sd`` times the share of the stream's distinct lines in its set."""
         out, at = [], 0
-        for d, lines, pos, stream, distinct, previous in zip(self.distances, self.lines, self.positions, self.streams,
-                                                             self.distinct, self.previous):
+        for d, lines, pos, stream, distinct in zip(self.distances, self.lines, self.positions, self.streams,
+                                                   self.distinct):
             counts = np.bincount(self.set_of(distinct, sets), minlength=sets)
             line_sets = self.set_of(lines, sets)
             part = sd[at: at + len(d)] * counts[line_sets] / max(len(distinct), 1) >= ways
             near = np.flatnonzero(np.isfinite(d) & (d <= NEAR))
             if len(near):
-                part[near] = _crowded(self.set_of(stream, sets), previous, pos[near] + 1,
+                part[near] = _crowded(stream, lambda x: self.set_of(x, sets), pos[near] + 1,
                                       pos[near] + 1 + d[near].astype(np.int64), line_sets[near], ways)
             out.append(part)
             at += len(d)
         return np.concatenate(out)
 
 
-def _crowded(stream_sets: np.ndarray, previous: np.ndarray, lo: np.ndarray, hi: np.ndarray, in_set: np.ndarray,
-             ways: int, chunk: int = 1 << 22) -> np.ndarray:
-    """Per query, whether accesses ``lo:hi`` of a stream touch ``ways`` or more distinct lines of set ``in_set``
-    (``stream_sets``: each access's set; ``previous``: the position of the previous access to its line, -1 for
-    none). The stream's positions ordered by set, then time: a query's accesses of its set are one slice of them,
-    and a line counts once, at its first access in the window (its previous access lies before ``lo``)."""
-    n = len(stream_sets)
-    sets = stream_sets.astype(np.uint16) if n and stream_sets.max() < 1 << 16 else stream_sets  # a radix sort
+def _covered(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The positions in the union of the ranges ``lo:hi``, ascending."""
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    if not len(lo):
+        return np.zeros(0, np.int64)
+    by = np.argsort(lo, kind="stable")
+    lo, hi = lo[by], np.maximum.accumulate(hi[by])
+    start = np.ones(len(lo), dtype=bool)
+    start[1:] = lo[1:] > hi[:-1]
+    first = lo[start]
+    last = hi[np.append(np.flatnonzero(start)[1:] - 1, len(lo) - 1)]
+    m = last - first
+    return np.repeat(first - np.cumsum(m) + m, m) + np.arange(int(m.sum()), dtype=np.int64)
+
+
+def _crowded(stream: np.ndarray, set_of: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray,
+             in_set: np.ndarray, ways: int, chunk: int = 1 << 22) -> np.ndarray:
+    """Per query, whether accesses ``lo:hi`` of a stream of lines touch ``ways`` or more distinct lines of set
+    ``in_set`` (``set_of``: the set of each line). Only the positions some query covers are looked at (a few
+    percent of a window): ordered by set, then time, a query's accesses of its set are one slice of them, and a
+    line counts once, at its first access in the query: where its previous access lies before ``lo``, which the
+    covered positions alone tell, as ``lo:hi`` is covered whole."""
+    covered = _covered(lo, hi)
+    n = len(covered)
+    out = np.zeros(len(lo), dtype=bool)
+    if not n:
+        return out
+    sub = stream[covered]
+    previous = previous_from_next(next_and_first_use(sub)[0])  # among the covered positions
+    previous = np.where(previous >= 0, covered[previous], -1)
+    stream_sets = np.asarray(set_of(sub))
+    sets = stream_sets.astype(np.uint16) if stream_sets.max() < 1 << 16 else stream_sets  # a radix sort
     order = np.argsort(sets, kind="stable")
     key = stream_sets[order].astype(np.int64) * n + order
-    a = np.searchsorted(key, in_set.astype(np.int64) * n + lo)
-    b = np.searchsorted(key, in_set.astype(np.int64) * n + hi)
-    out = np.zeros(len(lo), dtype=bool)
+    lo_c, hi_c = np.searchsorted(covered, lo), np.searchsorted(covered, hi)
+    a = np.searchsorted(key, in_set.astype(np.int64) * n + lo_c)
+    b = np.searchsorted(key, in_set.astype(np.int64) * n + hi_c)
     todo = np.flatnonzero(b - a >= ways)  # fewer accesses of the set than ways: fewer distinct lines too
     k = 0
     while k < len(todo):
@@ -308,10 +336,10 @@ def later_hits(samples: Samples, names: list[str], footprints: dict[str, int], a
     touched = np.zeros(k)
     new_lines = np.zeros(k)
     length = 0
-    for arrays, first in zip(samples.stream_arrays, samples.first_arrays):
-        touched += np.bincount(arrays[:len(arrays) // 2], minlength=k)[:k]
+    for counts, first, n in zip(samples.touches, samples.first_arrays, samples.lengths):
+        touched[:min(k, len(counts))] += counts[:k]
         new_lines += np.bincount(first, minlength=k)[:k]
-        length += len(arrays)
+        length += n
     cold = np.bincount(np.concatenate(samples.cold_arrays), minlength=k)[:k] if samples.cold_arrays else np.zeros(k)
     foot = np.array([float(footprints.get(n, 0)) for n in names])
     rate = new_lines / max(length, 1)
@@ -470,23 +498,19 @@ def geometry(name: str, size: float, order: Order, reported: tuple[int, int] | N
     return max(1, round(lines / sets)), sets
 
 
-def coherence(stream: Stream, merged: tuple | None = None) -> tuple[float, float]:
-    """Coherence misses in the window (a unit touching a line another unit touched last, a store on either side)
-    and the share of written lines that several units touch (``merged``: the stream's ``merged(with_units=True)``
-    when already had)."""
-    if len(stream.lines) < 2:
-        return 0.0, 0.0
-    lines, _, writes, units = merged if merged is not None else stream.merged(with_units=True)
-    order = np.argsort(lines, kind="stable")  # by line, in time order within a line
-    lines, units, writes = lines[order], units[order], writes[order]
-    same_line = lines[1:] == lines[:-1]
-    switch = same_line & (units[1:] != units[:-1]) & (writes[1:] | writes[:-1])
+def coherence(units: np.ndarray, writes: np.ndarray, nxt: np.ndarray, first: np.ndarray) -> tuple[float, float]:
+    """Coherence misses in a window (a unit touching a line another unit touched last, a store on either side) and
+    the share of written lines that several units touch, from the merged stream's units and stores and each
+    access's next use and line's first access (:func:`~.reuse.next_and_first_use`: no sort of its own)."""
+    n = len(nxt)
+    i = np.flatnonzero(nxt < n)  # each access and the next one to its line
+    j = nxt[i]
+    other = units[i] != units[j]
+    switch = other & (writes[i] | writes[j])
     if not writes.any():
         return float(switch.sum()), 0.0
     # a written line is shared when another unit's access to it comes next to one of its own
-    written_lines = lines[writes]
-    shared_lines = lines[1:][same_line & (units[1:] != units[:-1])]
-    return float(switch.sum()), float(np.isin(np.unique(written_lines), shared_lines).mean())
+    return float(switch.sum()), float(np.isin(np.unique(first[writes]), first[j[other]]).mean())
 
 
 def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: int = 3, backend: str | None = None,
@@ -518,8 +542,8 @@ def analyse(launch, profile, rate: float = RATE, budget: int = 1 << 22, count: i
             if walks is not None:
                 pages.add(lines // page_lines, arrays, eff_rate, rng)
         merged = s.merged(with_units=True)
-        shared_s.add(*merged[:2], eff_rate, rng, merged[2])
-        c, sh = coherence(s, merged)
+        nxt, first = shared_s.add(*merged[:2], eff_rate, rng, merged[2])
+        c, sh = coherence(merged[3], merged[2], nxt, first) if len(s.lines) > 1 else (0.0, 0.0)
         coh.append(c / max(sum(len(x) for x in s.lines), 1))
         shared_lines.append(sh)
     priv_d, priv_a = private.all()

@@ -39,10 +39,11 @@ def next_and_first_use(lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     low, span = int(lines.min()), int(lines.max()) - int(lines.min()) + 1
-    if span * n < 2**62:  # (line, position) as one integer: an unstable sort of it is the stable sort, 2.5x faster
-        key = (lines.astype(np.int64) - low) * n + np.arange(n, dtype=np.int64)
+    bits = max(n - 1, 1).bit_length()
+    if span.bit_length() + bits <= 62:  # (line, position) as one integer: its unstable sort is the stable sort
+        key = ((lines.astype(np.int64) - low) << bits) | np.arange(n, dtype=np.int64)
         key.sort()
-        order, ordered = key % n, key // n
+        order, ordered = key & ((1 << bits) - 1), key >> bits
     else:
         order = np.argsort(lines, kind="stable")
         ordered = lines[order]

@@ -78,7 +78,7 @@ class Stream:
         order = np.argsort(keys, kind="stable")
         parts = [self.lines, self.arrays, self.writes]
         if with_units:
-            parts.append([np.full(len(x), u, dtype=np.int64) for u, x in enumerate(self.lines)])
+            parts.append([np.full(len(x), u, dtype=np.int32) for u, x in enumerate(self.lines)])
         return tuple(np.concatenate(p)[order] for p in parts)
 
 
@@ -103,11 +103,16 @@ def as_launch(what, backend: str = "opencl") -> Launch:
     return what if isinstance(what, Launch) else spec_launch(what, backend)
 
 
-def launch_groups(launch) -> int:
-    """Work-groups of a launch (or spec instance)."""
+def grid_groups(launch) -> tuple[int, int, int]:
+    """Work-groups of a launch (or spec instance) along each of its three dimensions."""
     local = list(launch.local_size or [min(256, launch.global_size[0])]) + [1, 1, 1]
     glob = list(launch.global_size) + [1, 1, 1]
-    return int(np.prod([-(-int(g) // int(lsz)) for g, lsz in zip(glob[:3], local[:3])]))
+    return tuple(-(-int(g) // int(lsz)) for g, lsz in zip(glob[:3], local[:3]))
+
+
+def launch_groups(launch) -> int:
+    """Work-groups of a launch (or spec instance)."""
+    return int(np.prod(grid_groups(launch)))
 
 
 def group_items(launch) -> int:
@@ -156,35 +161,38 @@ def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarr
         return [Stream(empty, list(empty), [np.zeros(0, bool) for _ in range(order.units)], names, part, total,
                        0.0, unknown, footprints) for part in parts]
     n_acc = len(known)
-    arr = np.array([names.index(a.array) for a in known], dtype=np.int64)
+    arr = np.array([names.index(a.array) for a in known], dtype=np.int16 if len(names) < 1 << 15 else np.int64)
     wr = np.array([a.kind == "write" for a in known])
     lanes = order.lanes if per_group % order.lanes == 0 else 1
     position = {int(g): i for i, g in enumerate(followed)}
+    shift = order.line_bytes.bit_length() - 1 if order.line_bytes & (order.line_bytes - 1) == 0 else None
     out = []
     for part in parts:
         at = np.array([position[int(g)] for g in part])
-        cols = (at[:, None] * per_group + np.arange(per_group)[None, :]).ravel()  # the part's lanes
-        line = np.empty((n_acc, len(cols)), dtype=np.int64)
-        active = np.empty((n_acc, len(cols)), dtype=bool)
-        for i, a in enumerate(known):
-            line[i] = (base[a.array] + np.asarray(a.addr, dtype=np.int64)[cols] * a.elem_bytes) // order.line_bytes
-            active[i] = a.active[cols]
-        # (accesses, groups, chunks, lanes) -> per group, per chunk of lanes, per access, the chunk's lanes
+        if len(at) and (np.diff(at) == 1).all():
+            cols = slice(int(at[0]) * per_group, (int(at[-1]) + 1) * per_group)  # a run of groups: a view
+        else:
+            cols = (at[:, None] * per_group + np.arange(per_group)[None, :]).ravel()
+        # (accesses, groups, chunks of lanes, lanes): a unit's groups are every ``units``-th, and it runs, per
+        # group, per chunk of lanes, each access for the chunk's lanes
         shape = (n_acc, len(part), per_group // lanes, lanes)
-
-        def lay(x: np.ndarray) -> np.ndarray:
-            return np.ascontiguousarray(np.broadcast_to(x, (n_acc, len(cols))).reshape(shape).transpose(1, 2, 0, 3))
-
-        line_o, act_o = lay(line), lay(active)
-        arr_o, wr_o = lay(arr[:, None]), lay(wr[:, None])
+        line = np.empty(shape, dtype=np.int64)
+        active = np.empty(shape, dtype=bool)
+        for i, a in enumerate(known):
+            byte = np.asarray(a.addr, dtype=np.int64)[cols] * a.elem_bytes + base[a.array]
+            line[i] = (byte >> shift if shift is not None else byte // order.line_bytes).reshape(shape[1:])
+            active[i] = np.asarray(a.active)[cols].reshape(shape[1:])
         units = min(order.units, len(part))
         per_unit = [[], [], []]
+        every = bool(active.all())
         for u in range(units):
-            mine = np.arange(u, len(part), units)
-            keep = act_o[mine].ravel()
-            per_unit[0].append(line_o[mine].ravel()[keep])
-            per_unit[1].append(arr_o[mine].ravel()[keep])
-            per_unit[2].append(wr_o[mine].ravel()[keep])
+            view_u = (slice(None), slice(u, None, units))
+            mine = line[view_u]
+            laid = [x.transpose(1, 2, 0, 3) for x in (mine, np.broadcast_to(arr[:, None, None, None], mine.shape),
+                                                       np.broadcast_to(wr[:, None, None, None], mine.shape))]
+            keep = None if every else active[view_u].transpose(1, 2, 0, 3)
+            for k, x in enumerate(laid):
+                per_unit[k].append(x.reshape(-1) if keep is None else x[keep])
         followed_items = max(int(sample.valid.reshape(len(followed), per_group)[at].sum()) / len(part), 1.0)
         out.append(Stream(*per_unit, names, part, total,
                           float(active.sum()) / len(part) * max(items_per_group / followed_items, 1.0), unknown,
@@ -192,14 +200,30 @@ def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarr
     return out
 
 
+PROBED_GROUPS = 8    # work-groups spread over the grid whose first work-items the probe follows
+PROBED_ITEMS = 256   # a grid of at most this many work-items is followed whole
+
+
 def probe_per_item(launch, order: Order, backend: str = "opencl") -> float:
-    """The global accesses of one work-item: the first group's first lanes followed (a warp's worth, one work-item
-    on a CPU). As costly as following a window whose work-items run long loops: the builder unrolls them."""
+    """The mean global accesses of a work-item: over the whole grid where it is small, else over the first lanes
+    (a warp's worth, one work-item on a CPU) of :data:`PROBED_GROUPS` work-groups spread over it, so that neither a stencil's boundary (the first group's first work-item) stands for its interior
+    nor a triangle's longest row for its mean. As costly as following a window whose work-items run long loops:
+    the builder unrolls them."""
     launch = as_launch(launch, backend)
-    items_per_group = group_items(launch)
+    total = launch_groups(launch)
+    per_group = group_items(launch)
+    if total * per_group <= PROBED_ITEMS:
+        groups, items = np.arange(total, dtype=np.int64), None
+    else:
+        k = min(PROBED_GROUPS, total)
+        # the middles of k equal shares of each dimension of the grid of groups (a diagonal: the linear numbering's
+        # middles of a 128 x 128 grid are all in its first column)
+        dims = grid_groups(launch)
+        at = [((np.arange(k) + 0.5) * g / k).astype(np.int64) for g in dims]
+        groups, items = np.unique(at[0] + dims[0] * (at[1] + dims[1] * at[2])), order.lanes
     one = Order(1, order.lanes, order.line_bytes, order.private)
-    probe = window(launch, one, 0, 1, backend, items=order.lanes)
-    return probe.accesses_per_group / max(items_per_group, 1)
+    probe = _assemble(launch, launch.build(groups, items), groups, [groups], one, total)[0]
+    return probe.accesses_per_group / max(per_group, 1)
 
 
 def windows(launch, order: Order, budget: int = 1 << 22, count: int = 3, backend: str = "opencl",

@@ -133,12 +133,11 @@ def test_a_windows_distinct_lines_of_a_set_are_counted_exactly(lines, sets, ways
     from gpuprofiler.models.cache.analysis import _crowded
 
     stream = np.array(lines, dtype=np.int64)
-    stream_sets = stream % sets
     queries = data.draw(st.lists(st.tuples(st.integers(0, len(lines)), st.integers(0, len(lines)),
                                            st.integers(0, sets - 1)), min_size=1, max_size=20))
     lo = np.array([min(x, y) for x, y, _ in queries])
     hi = np.array([max(x, y) for x, y, _ in queries])
     in_set = np.array([s for _, _, s in queries])
-    got = _crowded(stream_sets, previous_from_next(next_and_first_use(stream)[0]), lo, hi, in_set, ways, chunk=7)
+    got = _crowded(stream, lambda x: x % sets, lo, hi, in_set, ways, chunk=7)
     want = [len({v for v in lines[a:b] if v % sets == s}) >= ways for a, b, s in zip(lo, hi, in_set)]
     assert got.tolist() == want

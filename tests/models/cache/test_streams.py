@@ -327,3 +327,45 @@ def test_fill_finds_where_the_distinct_lines_reach_the_capacity(per_access, capa
         assert got == accesses  # the launch never fills it
     else:
         assert got == pytest.approx(capacity / per_access, rel=1e-9)
+
+
+def test_the_probe_counts_a_stencils_interior_and_a_small_grid_whole():
+    """The work-item probe that sizes the windows: a 5-point stencil's interior work-item reads 4 neighbours and
+    stores once, which its first work-item (on the boundary, writing nothing) does not say, nor the first column of
+    groups that a 128 x 128 grid's linear numbering puts its middles in. Covariance at 190 variables (3 work-groups
+    of 64) is followed whole: the builder unrolls the triangle's loop over j2 for the 190 work-items' mean trip
+    count, 96 passes, each for those still looping (min(190 - j1, 96) of them: 72 on average), and each pass reads
+    2n = 380 elements and stores 2."""
+    from gpuprofiler.models.cache.streams import probe_per_item
+
+    order = device_order(load_profile(POCL_PROFILE))
+    stencil = load_spec(KERNELS / "stencil5.toml")
+    for side in (2048, 1449):
+        assert probe_per_item(stencil.instantiate(stencil.valid_size(side * side)), order) == 5.0
+    assert probe_per_item(inst("covariance", 190), order) == 72 * (2 * 190 + 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 2), st.booleans()), min_size=1, max_size=60))
+def test_coherence_counts_hand_offs_between_units_exactly(accesses):
+    """Coherence misses (the next access to a line is another unit's, a store on either side) and the share of
+    written lines that several units touch back to back, against a direct walk of the merged stream."""
+    from gpuprofiler.models.cache.analysis import coherence
+    from gpuprofiler.models.cache.reuse import next_and_first_use
+
+    lines = np.array([a[0] for a in accesses], dtype=np.int64)
+    units = np.array([a[1] for a in accesses])
+    writes = np.array([a[2] for a in accesses])
+    last: dict[int, int] = {}
+    switches, shared = 0, set()
+    for i, (line, unit, store) in enumerate(accesses):
+        if line in last:
+            j = last[line]
+            if units[j] != unit:
+                shared.add(line)
+                switches += bool(writes[j] or store)
+        last[line] = i
+    written = {line for line, _, store in accesses if store}
+    want_share = len(written & shared) / len(written) if written else 0.0
+    nxt, first = next_and_first_use(lines)
+    assert coherence(units, writes, nxt, first) == (float(switches), pytest.approx(want_share, abs=1e-12))
