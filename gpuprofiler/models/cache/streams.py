@@ -206,9 +206,9 @@ PROBED_ITEMS = 256   # a grid of at most this many work-items is followed whole
 
 def probe_per_item(launch, order: Order, backend: str = "opencl") -> float:
     """The mean global accesses of a work-item: over the whole grid where it is small, else over the first lanes
-    (a warp's worth, one work-item on a CPU) of :data:`PROBED_GROUPS` work-groups spread over it, so that neither a stencil's boundary (the first group's first work-item) stands for its interior
-    nor a triangle's longest row for its mean. As costly as following a window whose work-items run long loops:
-    the builder unrolls them."""
+    (a warp's worth, one work-item on a CPU) of :data:`PROBED_GROUPS` work-groups spread over it, so that neither a
+    stencil's boundary (the first group's first work-item) stands for its interior nor a triangle's longest row for
+    its mean. As costly as following a window whose work-items run long loops: the builder unrolls them."""
     launch = as_launch(launch, backend)
     total = launch_groups(launch)
     per_group = group_items(launch)
