@@ -1,8 +1,8 @@
 """The address stream of a kernel launch as its caches see it, in a modelled execution order.
 
 The max-plus graph builder executes the kernel for one symbolic work-item and evaluates every global access's
-index at chosen work-groups (its integer inputs supply gathers and data-dependent loops); here those work-groups
-are consecutive ones, so their accesses can be laid out in the order the device runs them:
+index at chosen work-groups (its integer inputs supply gathers and data-dependent loops); for a window those
+work-groups are consecutive ones, so their accesses can be laid out in the order the device runs them:
 
 * work-groups are dealt round-robin to the device's compute units (cores, SMs), which run at once;
 * inside a work-group, ``lanes`` work-items advance through the code together: one on a CPU core, which runs a
@@ -143,7 +143,8 @@ def window(launch, order: Order, first_group: int, groups_per_unit: int, backend
 
 def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarray], order: Order,
               total: int) -> list[Stream]:
-    """One stream per part (a run of the ``followed`` work-groups the kernel was built at), laid out in ``order``."""
+    """One stream per part (some of the ``followed`` work-groups the kernel was built at: a window's run of them, or
+    the probe's scattered ones), laid out in ``order``."""
     sample = kernel.sample
     accesses = kernel.accesses
     names = list(kernel.buffers) or sorted({a.array for a in accesses})
@@ -192,7 +193,7 @@ def _assemble(launch: Launch, kernel, followed: np.ndarray, parts: list[np.ndarr
                                                        np.broadcast_to(wr[:, None, None, None], mine.shape))]
             keep = None if every else active[view_u].transpose(1, 2, 0, 3)
             for k, x in enumerate(laid):
-                per_unit[k].append(x.reshape(-1) if keep is None else x[keep])
+                per_unit[k].append(np.ascontiguousarray(x).reshape(-1) if keep is None else x[keep])
         followed_items = max(int(sample.valid.reshape(len(followed), per_group)[at].sum()) / len(part), 1.0)
         out.append(Stream(*per_unit, names, part, total,
                           float(active.sum()) / len(part) * max(items_per_group / followed_items, 1.0), unknown,
@@ -205,10 +206,10 @@ PROBED_ITEMS = 256   # a grid of at most this many work-items is followed whole
 
 
 def probe_per_item(launch, order: Order, backend: str = "opencl") -> float:
-    """The mean global accesses of a work-item: over the whole grid where it is small, else over the first lanes
-    (a warp's worth, one work-item on a CPU) of :data:`PROBED_GROUPS` work-groups spread over it, so that neither a
-    stencil's boundary (the first group's first work-item) stands for its interior nor a triangle's longest row for
-    its mean. As costly as following a window whose work-items run long loops: the builder unrolls them."""
+    """The mean global accesses of a work-item: over the whole grid where it is small, else over the first work-items
+    (a whole warp, 32: the builder follows no fewer) of :data:`PROBED_GROUPS` work-groups spread over it, so that
+    neither a stencil's boundary (the first group's first rows) stands for its interior nor a triangle's longest row
+    for its mean. As costly as following a window whose work-items run long loops: the builder unrolls them."""
     launch = as_launch(launch, backend)
     total = launch_groups(launch)
     per_group = group_items(launch)
