@@ -126,26 +126,24 @@ def cache_levels(profile) -> list[tuple[str, float]]:
 NEAR = 4096  # reuses at most this many accesses away have their same-set distinct lines counted exactly
 
 
-def sample_distances(lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator):
-    """Forward reuse distances (inf: not reused in the rest of the window), buffers, lines and positions of a
-    random sample of the first half of the stream, and the positions of every access of that half that is not
-    reused (counted exactly, not sampled: the cold share needs no estimate); last, which accesses of the whole
-    stream are their line's first, and each access's next use and line's first access
-    (:func:`~.reuse.next_and_first_use`)."""
+def sample_distances(lines: np.ndarray, rate: float, rng: np.random.Generator):
+    """Forward reuse distances (inf: not reused in the rest of the window) and positions of a random sample of the
+    first half of the stream; the positions of every access of that half that is not reused (counted exactly, not
+    sampled: the cold share needs no estimate); whose miss each sample is (a reuse's, the next access to the line;
+    a line never reused, its first access); and, for the whole stream, each access's next use and its line's first
+    access (:func:`~.reuse.next_and_first_use`)."""
     half = len(lines) // 2
     nxt, first = next_and_first_use(lines)
-    new = first == np.arange(len(lines))
     if half == 0:
         empty = np.zeros(0, np.int64)
-        return np.zeros(0), empty, empty, empty, empty, empty, empty, new, nxt, first
+        return np.zeros(0), empty, empty, empty, nxt, first
     pick = np.flatnonzero(rng.random(half) < rate)
     n = len(lines)
     d = (nxt[pick] - pick - 1).astype(float)
     d[nxt[pick] >= n] = np.inf
     cold = np.flatnonzero(nxt[:half] >= n)
-    # whose miss each is: a reuse's, the next access to the line; a line never reused, its first access
     missing = np.where(nxt[pick] < n, nxt[pick], first[pick])
-    return d, arrays[pick], lines[pick], pick, cold, missing, first[cold], new, nxt, first
+    return d, pick, cold, missing, nxt, first
 
 
 @dataclass
@@ -173,7 +171,8 @@ class Samples:
     def add(self, lines: np.ndarray, arrays: np.ndarray, rate: float, rng: np.random.Generator,
             writes: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Samples a stream; returns each access's next use and its line's first access."""
-        d, a, ln, pos, cold, missing, cold_first, new, nxt, first = sample_distances(lines, arrays, rate, rng)
+        d, pos, cold, missing, nxt, first = sample_distances(lines, rate, rng)
+        a, ln, cold_first, new = arrays[pos], lines[pos], first[cold], first == np.arange(len(lines))
         self.touches.append(np.bincount(arrays[:len(arrays) // 2]))
         self.lengths.append(len(arrays))
         self.first_lines.append(lines[new])
