@@ -489,23 +489,21 @@ class WorkLaw(ScalingModel):
 
 
 class CacheMissLaw(ScalingModel):
-    """T = c0 + max(k W(n) + P(n) + r Q(n), s M(n)) + X(n): the work law, unless the time the kernel's predicted cache misses keep the
-    memory busy (M, :class:`gpuprofiler.models.fractal.misses.MissCost`, from the profile's bandwidths) is longer.
-    Where every small size is work-bound this is the work law fitted to them (s = 1: the profile's bandwidth), and
-    M takes over at a target whose accesses miss where theirs hit. Where M binds at some small sizes, its scale s
-    is fitted with c0 and k (least squares in absolute time, c0 >= 0): the sizes that are memory-bound say how fast
-    this kernel's misses are served. X is what a CPU's cores wait on stores re-missing a private level, priced from
-    the profile (:meth:`~gpuprofiler.models.fractal.misses.MissCost.stall_s`), not fitted: 0 but at a size whose
-    stores crowd a set. P is the time a CPU's cores spend walking page tables for loads whose page left the TLB
-    (:meth:`~gpuprofiler.models.fractal.misses.MissCost.tlb_s`), priced too and added to the work: the profile
-    measured it as what a walk adds to an independent load that hits the caches (a column walk's loads, which the
-    small sizes' work includes without walks); misses served from DRAM are priced with their walks (the profile's
-    scattered read far beyond the caches), so M stays a bound of its own. gesummv on this VM's PoCL, n = 1368 to
-    3800 (2n pages per work-item's walk): 0.42 to 1.06 ns per element, the TLB curve's 0.38 ns per element at
-    3000 on top of the cached 0.42 gives 0.80, measured 0.80. Q is the scattered loads that miss a private level
-    and wait for a later cache level (:meth:`~gpuprofiler.models.fractal.misses.MissCost.served_s`: a column walk
-    whose power-of-two stride crowds the L2's sets), priced from the profile (r = 1) unless they take a tenth of
-    some small size's time, where their scale r is fitted in [0, 1] (:meth:`_fit_scale`)."""
+    """T = c0 + max(k W(n) + P(n), s M(n), r Q(n)) + X(n): the work law, unless the time the kernel's predicted
+    cache misses keep a level of the memory busy is longer. M is the last level's misses at DRAM's bandwidth
+    (:class:`gpuprofiler.models.fractal.misses.MissCost`), Q the loads that miss a CPU's private level at the
+    bandwidth of the cache level behind it (:meth:`~gpuprofiler.models.fractal.misses.MissCost.served_s`: a column
+    walk whose power-of-two stride crowds the L2's sets), each a bound of its own: the core issues its work while
+    lines are in transfer. Where every small size is work-bound this is the work law fitted to them (s = r = 1: the
+    profile's bandwidths), and M or Q takes over at a target whose accesses miss where theirs hit. Where M or Q
+    binds at some small sizes, its scale is fitted with c0 and k (least squares in absolute time, c0 >= 0): those
+    sizes say how fast this kernel's misses are served. X is what a CPU's cores wait on stores re-missing a private
+    level, priced from the profile (:meth:`~gpuprofiler.models.fractal.misses.MissCost.stall_s`), not fitted: 0 but
+    at a size whose stores crowd a set (a store commits in order, so it adds). P is the time a CPU's cores spend
+    walking page tables for loads whose page left the TLB (:meth:`~gpuprofiler.models.fractal.misses.MissCost.tlb_s`),
+    priced too and added to the work: the profile measured it as what a walk adds to an independent load that hits
+    the caches. gesummv on this VM's PoCL, n = 1368 to 3800 (2n pages per work-item's walk): 0.42 to 1.06 ns per
+    element, the TLB curve's 0.38 ns per element at 3000 on top of the cached 0.42 gives 0.80, measured 0.80."""
 
     name = "cache-miss"
     costly = True  # each size it is evaluated at is an analysis of the kernel's address stream
@@ -515,7 +513,7 @@ class CacheMissLaw(ScalingModel):
 
     @staticmethod
     def _model(c0: float, k: float, s: float, r: float, w: np.ndarray, m: np.ndarray, p=0.0, q=0.0) -> np.ndarray:
-        return c0 + np.maximum(k * w + p + r * q, s * m)
+        return c0 + np.maximum(np.maximum(k * w + p, s * m), r * q)
 
     def _stall(self, size) -> float:
         stall = getattr(self.memory, "stall_s", None)
@@ -578,39 +576,39 @@ class CacheMissLaw(ScalingModel):
         wts = t / t.sum()
         self.s2_rel_ = float(np.sum(wts * ((fitted - t) / t) ** 2) * len(n) / max(len(n) - 3, 1))
         # the fit's own uncertainty: the relative scatter over how many sizes pin the binding term
-        work = k * w + p + r * q
-        bound = max(int(np.sum(work >= s * m)), int(np.sum(work < s * m)), 1)
+        work = k * w + p
+        bound = max(int(np.sum(work >= np.maximum(s * m, r * q))), int(np.sum(s * m > np.maximum(work, r * q))),
+                    int(np.sum(r * q > np.maximum(work, s * m))), 1)
         self.fit_var_ = self.s2_rel_ / bound
 
     def _fit_scale(self, n, t, w, m, p, q) -> tuple[float, float, float, float]:
         """c0, k, s, r for times ``t`` without their store stalls: the work law's fit to them less the page walks
-        ``p`` and the cache-served loads ``q``; where memory binds at some small size its scale s fitted too, and
-        where the cache-served loads take a tenth of some small size's time their scale r in [0, 1] (least squares
-        in absolute time, c0 >= 0). The profile prices those loads as lines at the next level's streaming
-        bandwidth, an upper bound: gathers independent of each other (spmv's) overlap their misses and cost less;
-        where the small sizes show none (a power-of-two stride the target alone crowds) they keep that price."""
-        r = 1.0 if np.all(t - p - q > 0) else 0.0
+        ``p``; where memory binds at some small size its scale s fitted too, and where the cache-served lines ``q``
+        bind at some small size their scale r (least squares in absolute time, c0 >= 0): those sizes say how fast
+        this kernel's misses are served (gathers and column walks reach less than a stream's bandwidth). Where the
+        small sizes show neither (a power-of-two stride the target alone crowds) the profile's bandwidths stand."""
         work_law = WorkLaw(self.work)
-        base = t - p - r * q
+        base = t - p
         work_law._fit(n, base if np.all(base > 0) else t)
         c0, k = (float(v) for v in work_law.coef_)
-        s = 1.0
-        fit_s = bool(np.any(m > k * w + p + r * q))  # memory binds at some small size: fit its scale too
-        fit_r = bool(np.any(q > 0.1 * t))
+        s = r = 1.0
+        fit_s = bool(np.any(m > k * w + p))  # memory binds at some small size: fit its scale too
+        fit_r = bool(np.any(q > k * w + p))  # so do the lines a later cache serves
         if fit_s or fit_r:
             def unpack(v):
                 return (float(v[2]), math.exp(v[0]), math.exp(v[1]) if fit_s else 1.0,
-                        float(v[3]) if fit_r else r)
+                        math.exp(v[3]) if fit_r else 1.0)
 
             def resid(v):
                 return (self._model(*unpack(v), w, m, p, q) - t) / t.max()
 
-            lo = [-np.inf, -np.inf, 0.0, 0.0]
-            hi = [np.inf, np.inf, float(t.min()), 1.0]
+            lo = [-np.inf, -np.inf, 0.0, -np.inf]
+            hi = [np.inf, np.inf, float(t.min()), np.inf]
             logk = math.log(max(k, 1e-300))
             s0 = math.log(max(float(np.min(t / np.maximum(m, 1e-300))), 1e-300)) if fit_s else 0.0
+            r0 = math.log(max(float(np.min(t / np.maximum(q, 1e-300))), 1e-300)) if fit_r else 0.0
             best = None
-            for x0 in ((logk, s0, 0.0, r), (logk, 0.0, min(c0, float(t.min())), 0.5)):
+            for x0 in ((logk, s0, 0.0, r0), (logk, 0.0, min(c0, float(t.min())), 0.0)):
                 res = optimize.least_squares(resid, x0, bounds=(lo, hi))
                 if best is None or res.cost < best.cost:
                     best = res
@@ -626,9 +624,9 @@ class CacheMissLaw(ScalingModel):
         value = float(self._model(c0, k, s, r, w, m, walks, served)) + x
         if not (math.isfinite(value) and value > 0):
             return float("nan"), float("inf"), {}
-        p = walks + r * served
-        bound = ("memory" if s * m > k * w + p else "work and cache misses" if r * served > max(0.1 * k * w, walks)
-                 else "work and page walks" if p > 0.1 * k * w else "work")
+        work = k * w + walks
+        bound = ("memory" if s * m > max(work, r * served) else "lines a later cache serves" if r * served > work
+                 else "work and page walks" if walks > 0.1 * k * w else "work")
         return value, math.sqrt(self.s2_rel_ + self.fit_var_), {"c0": float(c0), "k": float(k), "memory_scale": s,
                                                                 "memory_s": s * m, "work_s": k * w, "store_stall_s": x,
                                                                 "page_walks_s": walks, "cache_served_s": r * served,

@@ -15,8 +15,9 @@
   Latency-bound or bandwidth-bound is decided by which term is larger (Little's law with the profile's
   latencies against its throughputs). On a CPU whose profile has ``concurrency.overlap_curve`` the latency term
   is a core's work-groups, their work-items one after another, each work-item's critical path divided by the
-  work-items the core's window overlaps (:func:`_cpu_chains`), plus its stores' stalls on re-missed lines, its
-  scattered loads a later cache serves and its page walks.
+  work-items the core's window overlaps (:func:`_cpu_chains`), plus its stores' stalls on re-missed lines and its
+  page walks; with predicted misses, the time a later cache level needs to serve the loads that miss a private
+  level is one more bound.
 
 Batches of n work-items run one after another in the paper ("sequential": ceil(N/n) times the batch).
 Real devices overlap the batches: "pipelined" (the default for serial and cache) charges every
@@ -394,8 +395,8 @@ def _paper_totals(kernel: Kernel, model: str, batches: str, plist: list[Paramete
 
 def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, resident: int,
                     misses: Any = None) -> tuple:
-    """The overlap model's work time per parameter set: max(ceil(N/n) * batch, DRAM, cache, L1, issue); and the
-    details of the first set."""
+    """The overlap model's work time per parameter set: max(ceil(N/n) * batch, DRAM, cache, L1, issue; on a CPU
+    with predicted misses also the lines a later cache level serves); and the details of the first set."""
     hw = plist[0].hw
     timed = [g for g in kernel.fragments if g.outputs]
     barrier = np.array([p.values.get("t_bar", 0.0) for p in plist])
@@ -422,6 +423,8 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
     for j, p in enumerate(plist):
         res = resources(kernel, p.hw, work_items, issue_seconds(kernel, p), (None, "low", "high")[j], misses)
         bounds = {"latency": nb * float(batch[j]), **res.bounds()}
+        if chains is not None and "cache_served_s" in chains[2]:
+            bounds["served"] = chains[2]["cache_served_s"]
         limit = max(bounds, key=bounds.get)
         totals.append(bounds[limit])
         if j == 0:
@@ -471,10 +474,11 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
     DRAM and cache bounds'). The core's out-of-order window overlaps the chains of as many consecutive work-items as
     the profile measured for chains of that many operations, so a region takes group x path / overlap. With the
     launch's predicted misses, the cores also wait on its stores that re-miss a private level
-    (:func:`~gpuprofiler.models.costs.store_stalls`), on its scattered loads that a later cache level serves
-    (:func:`~gpuprofiler.models.costs.cache_served`) and on its page walks (:func:`~gpuprofiler.models.costs.tlb_walks`:
+    (:func:`~gpuprofiler.models.costs.store_stalls`) and on its page walks (:func:`~gpuprofiler.models.costs.tlb_walks`:
     a load waits for its translation on the core's own time; gesummv at 3000 on a Zen 4 VM: 5 ms of chains, 23 ms
-    of walks, 39 ms measured, where the larger of the two predicted -42%).
+    of walks, 39 ms measured, where the larger of the two predicted -42%); the time a later cache level needs to
+    serve the loads that miss a private level (:func:`~gpuprofiler.models.costs.cache_served`) is in the details,
+    a bound of its own beside the chains (the overlap model's ``served``).
     """
     hw = plist[0].hw
     units = hw.compute_units
@@ -521,7 +525,7 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
         stall, source = store_stalls(hw.profile, misses.levels)
         served, served_source = cache_served(hw.profile, misses)
         walks, walk_source = tlb_walks(hw.profile, misses)
-        per_group = per_group + (stall + served + walks) / per_core
+        per_group = per_group + (stall + walks) / per_core
         details.update(store_stall_s=stall, store_stall_source=source, cache_served_s=served,
                        cache_served_source=served_source, tlb_walk_s=walks, tlb_walk_source=walk_source)
     return per_group, per_core, details

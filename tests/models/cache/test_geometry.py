@@ -1,5 +1,5 @@
-"""The cache geometry the operating system reports, how a CPU's physically indexed L2 fills its sets, and what the
-cache-miss law charges for the scattered loads a later cache level serves."""
+"""The cache geometry the operating system reports, how a CPU's physically indexed L2 fills its sets, and the bound
+the cache-miss law sets for the loads a later cache level serves."""
 
 import copy
 import math
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuprofiler.device.base import host_caches, page_batch
-from gpuprofiler.models.cache.analysis import Samples, analyse, geometry
+from gpuprofiler.models.cache.analysis import Samples, analyse, cache_levels, geometry
 from gpuprofiler.models.cache.streams import device_order
 from gpuprofiler.models.fractal.misses import BUDGET, WINDOWS, level_bandwidths, miss_cost
 from gpuprofiler.profile.file import Profile, load_profile
@@ -115,36 +115,59 @@ def test_the_l2s_misses_served_by_the_l3_are_priced_at_the_bandwidth_of_a_workin
     assert bws[0] is None  # the curve starts at 1 MiB: an L1's misses are not priced
     a = cost.analysis(1024)
     l2, last = a.level("L2"), a.levels[-1]
-    expect = (l2.misses * (1 - l2.write_share) - last.misses) * a.scattered_share(l2) * 64 / bws[1]
+    expect = (l2.misses * (1 - l2.write_share) - last.misses) * 64 / bws[1]
     assert cost.served_s(1024) == pytest.approx(expect, rel=1e-9)
     assert 0.5 < cost.served_s(1024) < 2.0  # about 1e9 loads at ~1 ns
-    assert cost.served_s(496) < 1e-3 * cost.served_s(1024)
+    assert cost.served_s(496) < 1e-2 * cost.served_s(1024)
     gpu = miss_cost(spec, load_profile(H100_PROFILE))
     assert gpu.served_s(1024) == 0.0
 
 
-def test_the_cache_miss_law_adds_the_served_misses_to_the_work_without_fitting_them():
+def test_a_levels_bandwidth_is_the_best_the_curve_measured_between_it_and_the_next():
+    """Other tenants only slow a point of the working-set curve: the L2's misses take the fastest point past the L2
+    and within the next level, not the one nearest the middle; without a point there, the interpolation."""
+    prof = zen4()
+    levels = cache_levels(prof)
+    curve = prof.data["bandwidth"]["working_set_curve"]
+    inside = [p["Bps"] for p in curve if levels[1][1] < p["bytes"] <= levels[2][1]]
+    assert inside and level_bandwidths(prof)[1] == max(inside)
+    slowed = copy.deepcopy(prof.data)
+    best = max(range(len(curve)), key=lambda i: curve[i]["Bps"] if levels[1][1] < curve[i]["bytes"] <= levels[2][1]
+               else -1)
+    slowed["bandwidth"]["working_set_curve"][best]["Bps"] /= 3  # one disturbed point
+    bws = level_bandwidths(Profile(slowed))
+    assert bws[1] == max(sorted(inside)[:-1] + [max(inside) / 3])
+    assert bws[-1] == view(prof).figure("bandwidth.read_Bps").value
+
+
+def test_the_lines_a_later_cache_serves_bound_the_time_beside_the_work():
+    """The served lines are a bound of their own: below the work they add nothing, above it they are the time."""
     from gpuprofiler.models.fractal.laws import CacheMissLaw
 
     sizes = np.array([100.0, 200.0, 400.0, 800.0])
 
     class Memory:
+        def __init__(self, served):
+            self.served = served
+
         def __call__(self, n):
             return 1e-12 * n
 
         def served_s(self, n, capacity=None):
-            return 0.0 if n < 1000 else 5e-3
+            return 0.0 if n < 1000 else self.served
 
-    law = CacheMissLaw(lambda n: n**2, Memory())
-    law._fit(sizes, 1e-4 + 1e-9 * sizes**2)
-    value, _, details = law._predict(4000)
-    assert value == pytest.approx(1e-4 + 1e-9 * 4000**2 + 5e-3, rel=1e-6)
-    assert details["cache_served_s"] == 5e-3 and math.isfinite(details["work_s"])
+    for served in (5e-3, 5e-2):
+        law = CacheMissLaw(lambda n: n**2, Memory(served))
+        law._fit(sizes, 1e-4 + 1e-9 * sizes**2)
+        value, _, details = law._predict(4000)
+        assert value == pytest.approx(1e-4 + max(1e-9 * 4000**2, served), rel=1e-6)
+        assert details["cache_served_s"] == served and math.isfinite(details["work_s"])
+        assert details["bound"] == ("lines a later cache serves" if served > 1.6e-2 else "work")
 
 
-def test_cache_served_loads_that_take_the_small_sizes_time_get_their_scale_fitted():
-    """Gathers served by the L3 at every small size, at half the profile's price: r is fitted to 0.5; the work's
-    k and the fixed time come back too."""
+def test_served_lines_that_bind_at_some_small_sizes_get_their_scale_fitted():
+    """Lines served by the L3 that bind the two largest small sizes, at half the profile's bandwidth: r is fitted
+    to 0.5; the work's k and the fixed time come back too."""
     from gpuprofiler.models.fractal.laws import CacheMissLaw
 
     sizes = np.array([100.0, 200.0, 300.0, 400.0, 600.0, 800.0])
@@ -154,10 +177,10 @@ def test_cache_served_loads_that_take_the_small_sizes_time_get_their_scale_fitte
             return 1e-12 * n
 
         def served_s(self, n, capacity=None):
-            return 2e-6 * n**1.2
+            return 4e-9 * n**2
 
     law = CacheMissLaw(lambda n: n, Memory())
-    law._fit(sizes, 1e-4 + 1e-6 * sizes + 0.5 * 2e-6 * sizes**1.2)
+    law._fit(sizes, 1e-4 + np.maximum(1e-6 * sizes, 0.5 * 4e-9 * sizes**2))
     c0, k, s, r = law.coef_
     assert r == pytest.approx(0.5, rel=1e-3) and k == pytest.approx(1e-6, rel=1e-3)
     assert c0 == pytest.approx(1e-4, rel=1e-2) and s == 1.0

@@ -2,6 +2,7 @@
 time, and its interval scales with the times; sizes respect a spec's size_multiple."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.models.costs import level_bandwidths
 from gpuprofiler.models.fractal.extrapolate import SumOfLaws, extrapolate
 from gpuprofiler.models.fractal.laws import WorkLaw, choose, rival_bounds
 from gpuprofiler.models.fractal.regimes import (
@@ -217,22 +219,25 @@ def test_the_cache_miss_law_is_chosen_within_the_margin_and_warns_what_the_cross
     assert model.predict_value(2000) == pytest.approx(5e-9 * 2000**3, rel=1e-6)  # memory-bound at the target
 
     class Level:
-        def __init__(self, name, ratio, shared, stores=0.0):
+        def __init__(self, name, ratio, shared, stores=0.0, misses=0.0):
             self.name, self.miss_ratio, self.by_array = name, ratio, {"B": 0.9, "A": 0.1}
-            self.shared, self.store_remisses = shared, stores
+            self.shared, self.store_remisses, self.misses, self.write_share = shared, stores, misses, 0.0
 
     class Analysis:
-        def __init__(self, ratio, stores):
-            self.levels = [Level("L1", ratio, False, stores), Level("L2", ratio / 2, True)]
+        order = SimpleNamespace(line_bytes=64)
+
+        def __init__(self, ratio, stores, loads):
+            self.levels = [Level("L1", ratio, False, stores, loads), Level("L2", ratio / 2, True)]
 
     class Cost:
         profile = POCL
 
-        def __init__(self, stores=0.0):
-            self.stores = stores
+        def __init__(self, stores=0.0, loads=0.0):
+            self.stores, self.loads = stores, loads
 
         def analysis(self, n):
-            return Analysis(0.02 if n < 1000 else 0.5, self.stores if n >= 1000 else 0.0)
+            big = n >= 1000
+            return Analysis(0.02 if not big else 0.5, self.stores if big else 0.0, self.loads if big else 0.0)
 
     private, last = regime_costs(Cost(), [100, 200], 2000, 1.4)
     assert "L1 miss ratio 0.02 at the small sizes -> 0.50 at the target (B): not priced" in private
@@ -242,6 +247,11 @@ def test_the_cache_miss_law_is_chosen_within_the_margin_and_warns_what_the_cross
     l2 = view(POCL).caches[1].latency_s
     private, _ = regime_costs(Cost(1e6), [100, 200], 2000, 1.4)
     assert f"(B): {1e6 * l2 / 2 * 1e3:+.3g} ms of stores waiting for the next level" in private
+    # loads missing L1 that the L2 serves: a bound of their own, a line each at the curve's best within the L2
+    bw = level_bandwidths(POCL)[0]
+    private, _ = regime_costs(Cost(loads=1e6), [100, 200], 2000, 1.4)
+    assert f"(B): {1e6 * 64 / bw * 1e3:.3g} ms for the next level to serve its loads, +1.4 s over the work law" \
+        in private
 
 
 def test_scattered_misses_cost_a_scattered_read_each_and_streamed_ones_a_line_at_the_bandwidth():
