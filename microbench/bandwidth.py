@@ -139,11 +139,9 @@ def _kernel(backend: Any, kind: str, width: int):
 GATHER_NEAR = 4096  # floats of the prefix the comparison reads: 16 KiB, inside any first-level cache
 
 
-def gather_cost(backend: Any, buf: Any, out: Any, count: int, quick: bool, llc_bytes: int | None,
-                progress: Progress) -> dict:
-    """Seconds per read at a random address of an array far beyond the last-level cache (``a[index[i]]``, the
-    indices streamed from an array as a sparse matrix's columns are) over the same reads near (the indices masked
-    to ``GATHER_NEAR`` floats), with the device full of independent reads: the cost of one random line's miss."""
+def gather_times(backend: Any, buf: Any, out: Any, count: int, quick: bool) -> tuple:
+    """One block of the gather's runs: (far, near, reads, span) with far and near the device-time summaries of the
+    reads over the whole array and over the same reads masked to ``GATHER_NEAR`` floats."""
     span = 1 << (int(count).bit_length() - 1)  # the largest power of two of floats within the array
     reads = min(span, 1 << (22 if quick else 24))
     local = (min(256, backend.info.max_work_group_size),)
@@ -155,21 +153,38 @@ def gather_cost(backend: Any, buf: Any, out: Any, count: int, quick: bool, llc_b
     policy = bench(quick, 0.5, 0.1)
     far, near = (time_launch(backend, kernel, (items,), local, [buf, index, out, np.uint32(mask), np.float32(-1.0)],
                              policy).device for mask in (span - 1, GATHER_NEAR - 1))
+    return far, near, n, span
+
+
+def gather_cost(blocks: list[tuple], llc_bytes: int | None, progress: Progress) -> dict:
+    """Seconds per read at a random address of an array far beyond the last-level cache (``a[index[i]]``, the
+    indices streamed from an array as a sparse matrix's columns are) over the same reads near (the indices masked
+    to ``GATHER_NEAR`` floats), with the device full of independent reads: the cost of one random line's miss.
+    ``blocks``: :func:`gather_times` taken at moments seconds apart, the fastest run of each kind over all of them
+    (a shared VM's memory slows for seconds at a time: the far reads of one quick calibration's block ran 46 ms
+    where eight others' ran 29-37)."""
+    _, _, n, span = blocks[0]
+    far_min = min(b[0].minimum for b in blocks)
+    near_min = min(b[1].minimum for b in blocks)
+    far_max = max(b[0].maximum for b in blocks)
+    near_max = max(b[1].maximum for b in blocks)
     # a read that finds its line in the last-level cache is no miss: count only the misses
     miss_share = 1.0 - min(1.0, (llc_bytes or 0) / (span * 4))
-    per = (far.minimum - near.minimum) / (n * miss_share)
-    hi = (far.maximum - near.minimum) / (n * miss_share)
-    lo = max((far.minimum - near.maximum) / (n * miss_share), 0.0)
+    per = (far_min - near_min) / (n * miss_share)
+    hi = (far_max - near_min) / (n * miss_share)
+    lo = max((far_min - near_max) / (n * miss_share), 0.0)
+    runs = f"{sum(b[0].n for b in blocks)} and {sum(b[1].n for b in blocks)} runs in {len(blocks)} blocks"
     method = (f"{n} reads of floats at random indices (streamed from an index array) over {span * 4 >> 20} MiB "
-              f"minus the same reads masked to {GATHER_NEAR * 4 >> 10} KiB (minimum event times of {far.n} and "
-              f"{near.n} runs), per read, over the share {miss_share:.3f} that misses a last-level cache of "
-              f"{(llc_bytes or 0) / 2**20:.0f} MiB; {PER} independent reads per work-item")
+              f"minus the same reads masked to {GATHER_NEAR * 4 >> 10} KiB (minimum event times of {runs}, "
+              f"at the start and the end of the bandwidth section), per read, over the share {miss_share:.3f} that "
+              f"misses a last-level cache of {(llc_bytes or 0) / 2**20:.0f} MiB; {PER} independent reads per "
+              "work-item")
     if not per > 0:
         return {"gather_s": failed("s", method, f"the far reads were not slower than the near ones ({per:.3g} s)")}
     say(progress, f"bandwidth: a gathered read misses for {per * 1e9:.3g} ns "
-                  f"({far.minimum * 1e3:.3g} ms far, {near.minimum * 1e3:.3g} ms near)")
-    return {"gather_s": entry(per, "s", method, (lo, hi), far_s=far.minimum, near_s=near.minimum, reads=n,
-                              span_bytes=span * 4)}
+                  f"({far_min * 1e3:.3g} ms far, {near_min * 1e3:.3g} ms near)")
+    return {"gather_s": entry(per, "s", method, (lo, hi), far_s=far_min, near_s=near_min, reads=n,
+                              span_bytes=span * 4, far_blocks_s=[b[0].minimum for b in blocks])}
 
 
 KNEE_SPREAD = 1.25  # the reported cache plus the private levels a CPU's cores add beside a shared last level
@@ -336,6 +351,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
             return event.seconds()
         return once
 
+    gathers = [gather_times(backend, bufs[0], out, count, quick)]
     timings = engine.interleave([run(kind, width) for kind, width in cases])
     for (kind, width), timing in zip(cases, timings):
         t = timing.device
@@ -354,9 +370,10 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
         say(progress, f"bandwidth: {kind} float{width}: {bps / 1e9:.2f} GB/s")
     result: dict[str, Any] = {"by_width": by_width, "array_bytes": array_bytes, "peak_Bps": peak, "layout": lay}
     result.update(working_set_curve(backend, bufs[0], out, count, quick, progress))
-    result.update(gather_cost(backend, bufs[0], out, count, quick, llc_bytes, progress))
     if lay == "contiguous":
         result.update(stream_capacity(backend, bufs[0], out, count, quick, progress))
+    gathers.append(gather_times(backend, bufs[0], out, count, quick))
+    result.update(gather_cost(gathers, llc_bytes, progress))
     for kind in KINDS:
         ok = {w: e for w, e in by_width[kind].items() if e["status"] == "ok"}
         if ok:

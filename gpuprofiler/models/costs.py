@@ -324,11 +324,13 @@ def tlb_walks(profile, analysis) -> tuple[float, str]:
 
 
 def level_bandwidths(profile) -> list[float | None] | None:
-    """Per cache level, the read bandwidth that serves its misses: the best the working-set curve measured at a
-    working set that fits the next level, not this one (interference from other tenants only slows a point, so the
-    fastest is the least disturbed; this VM's L3 range read 46-60 GB/s in one calibration, 66-70 in the next), else
-    the curve at the geometric mean of the two sizes; None where the curve was not measured that small (a CPU's L1,
-    whose curve starts at 1 MiB), DRAM's for the last; None without a bandwidth."""
+    """Per cache level, the read bandwidth that serves its misses: where the curve spans the geometric mean of this
+    level's size and the next one's, the best it measured at a working set that fits the next level, not this one
+    (interference from other tenants only slows a point, so the fastest is the least disturbed; this VM's L3 range
+    read 46-60 GB/s in one calibration, 66-70 in the next), else the curve at that mean; None where the curve was
+    not measured that small (a CPU's L1, whose curve starts at 1 MiB: a calibration whose L2 knee came out at
+    2.9 MiB would otherwise price its L1's misses at the L3's bandwidth), DRAM's for the last; None without a
+    bandwidth."""
     from gpuprofiler.models.cache.analysis import cache_levels
 
     hw = view(profile)
@@ -342,13 +344,13 @@ def level_bandwidths(profile) -> list[float | None] | None:
         if i + 1 == len(levels) or not curve:
             out.append(dram.value)
             continue
-        inside = [bw for ws, bw in curve if size < ws <= levels[i + 1][1]]
-        if inside:
-            out.append(float(max(inside)))
-            continue
         ws = math.sqrt(size * levels[i + 1][1])  # a working set that fits the next level, not this one
         if not curve[0][0] <= ws <= curve[-1][0]:
             out.append(None)
+            continue
+        inside = [bw for s, bw in curve if size < s <= levels[i + 1][1]]
+        if inside:
+            out.append(float(max(inside)))
             continue
         xs, ys = np.log([p[0] for p in curve]), np.log([p[1] for p in curve])
         out.append(float(math.exp(np.interp(math.log(ws), xs, ys))))

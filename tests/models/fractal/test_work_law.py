@@ -247,9 +247,12 @@ def test_the_cache_miss_law_is_chosen_within_the_margin_and_warns_what_the_cross
     l2 = view(POCL).caches[1].latency_s
     private, _ = regime_costs(Cost(1e6), [100, 200], 2000, 1.4)
     assert f"(B): {1e6 * l2 / 2 * 1e3:+.3g} ms of stores waiting for the next level" in private
-    # loads missing L1 that the L2 serves: a bound of their own, a line each at the curve's best within the L2
-    bw = level_bandwidths(POCL)[0]
-    private, _ = regime_costs(Cost(loads=1e6), [100, 200], 2000, 1.4)
+    # loads missing L1 that the L2 serves where the profile measured the L2's bandwidth: a bound of their own
+    assert level_bandwidths(POCL)[0] is None  # the curve starts past the mean of its L1 and L2 sizes
+    bw = 59e9
+    cost = Cost(loads=1e6)
+    cost.bandwidths = [bw, None]
+    private, _ = regime_costs(cost, [100, 200], 2000, 1.4)
     assert f"(B): {1e6 * 64 / bw * 1e3:.3g} ms for the next level to serve its loads, +1.4 s over the work law" \
         in private
 
