@@ -363,11 +363,12 @@ def cache_served(profile, analysis, last=None, bandwidths=None, only: int | None
     (:func:`level_bandwidths`). A bound beside the cores' work, not added to it: an out-of-order core keeps issuing
     its work while the lines are in transfer (the fully overlapping case of the Execution-Cache-Memory model).
     This VM's PoCL, matmul_naive, whose column walk crowds the L2's sets at 512, 768, 1152, 1280 and 1536: 0.84 to
-    1.35 ns per n^3 measured, against 0.68-0.72 at the sides beside them and 0.91 for a line per n^3 at 70 GB/s;
-    added to the work the lines would give 1.16 to 1.61. 0 off a CPU, or where that bandwidth was not measured (an
-    L1's misses: the curve starts past it). ``last``: the level whose misses DRAM serves (the analysis's last by
-    default); ``bandwidths``: :func:`level_bandwidths`' when already had; ``only``: the level at that index alone.
-    """
+    1.35 ns per n^3 measured, against 0.68-0.72 at the sides beside them; the cache-miss law fitted on a sweep of
+    112..256 predicts 0.84-0.93 with the lines as a bound, 1.18-1.72 with them added to the work (at 1024, where
+    the walk also falls into one L1 set, 2.23 measured: 0.90 and 1.59). 0 off a CPU, or where that bandwidth was
+    not measured (an L1's misses: the curve starts past it). ``last``: the level whose misses DRAM serves (the
+    analysis's last by default); ``bandwidths``: :func:`level_bandwidths`' when already had; ``only``: the level at
+    that index alone."""
     hw = view(profile)
     levels = getattr(analysis, "levels", None) if analysis is not None else None
     if hw.kind != "cpu" or not levels:
