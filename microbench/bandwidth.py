@@ -139,9 +139,9 @@ def _kernel(backend: Any, kind: str, width: int):
 GATHER_NEAR = 4096  # floats of the prefix the comparison reads: 16 KiB, inside any first-level cache
 
 
-def gather_times(backend: Any, buf: Any, out: Any, count: int, quick: bool) -> tuple:
-    """One block of the gather's runs: (far, near, reads, span) with far and near the device-time summaries of the
-    reads over the whole array and over the same reads masked to ``GATHER_NEAR`` floats."""
+def gather_setup(backend: Any, count: int, quick: bool) -> tuple:
+    """What every block of the gather runs: (kernel, index buffer, work-items, local size, reads, span), the
+    random indices uploaded once."""
     span = 1 << (int(count).bit_length() - 1)  # the largest power of two of floats within the array
     reads = min(span, 1 << (22 if quick else 24))
     local = (min(256, backend.info.max_work_group_size),)
@@ -149,7 +149,14 @@ def gather_times(backend: Any, buf: Any, out: Any, count: int, quick: bool) -> t
     items -= items % local[0]
     n = items * PER
     index, _ = backend.to_device(np.random.default_rng(5).integers(0, span, n, dtype=np.uint32))
-    kernel = build(backend, _program(backend), "gather", {"PER": PER})
+    return build(backend, _program(backend), "gather", {"PER": PER}), index, items, local, n, span
+
+
+def gather_times(backend: Any, buf: Any, out: Any, count: int, quick: bool, setup: tuple | None = None) -> tuple:
+    """One block of the gather's runs: (far, near, reads, span) with far and near the device-time summaries of the
+    reads over the whole array and over the same reads masked to ``GATHER_NEAR`` floats (``setup``:
+    :func:`gather_setup`'s, when already had)."""
+    kernel, index, items, local, n, span = setup if setup is not None else gather_setup(backend, count, quick)
     policy = bench(quick, 0.5, 0.1)
     far, near = (time_launch(backend, kernel, (items,), local, [buf, index, out, np.uint32(mask), np.float32(-1.0)],
                              policy).device for mask in (span - 1, GATHER_NEAR - 1))
@@ -351,7 +358,8 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
             return event.seconds()
         return once
 
-    gathers = [gather_times(backend, bufs[0], out, count, quick)]
+    gather = gather_setup(backend, count, quick)
+    gathers = [gather_times(backend, bufs[0], out, count, quick, gather)]
     timings = engine.interleave([run(kind, width) for kind, width in cases])
     for (kind, width), timing in zip(cases, timings):
         t = timing.device
@@ -372,7 +380,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     result.update(working_set_curve(backend, bufs[0], out, count, quick, progress))
     if lay == "contiguous":
         result.update(stream_capacity(backend, bufs[0], out, count, quick, progress))
-    gathers.append(gather_times(backend, bufs[0], out, count, quick))
+    gathers.append(gather_times(backend, bufs[0], out, count, quick, gather))
     result.update(gather_cost(gathers, llc_bytes, progress))
     for kind in KINDS:
         ok = {w: e for w, e in by_width[kind].items() if e["status"] == "ok"}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gpuprofiler.models import registry
 from gpuprofiler.profile.file import load_profile
-from gpuprofiler.validate.replay import latest_per_size, read_log
+from gpuprofiler.validate.replay import latest_per_size, read_log, stored_sweep
 from gpuprofiler.validate.suite import suite_paths
 from gpuprofiler.workloads.sweep import from_records, load_target
 
@@ -44,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     item = load_target(paths[0])
     per_size = latest_per_size(records)
-    targets = [s for s in sorted(per_size) if s in set(item.target)]
-    small = [s for s in sorted(per_size) if targets and s < min(targets)]
+    small, _ = stored_sweep(sorted(per_size), item)
     predictor = registry.create("fractal").fit(item, profile, from_records([r for s in small for r in per_size[s]]))
     model = list(predictor.extrapolation_.fits.values())[0].model
     law = next((m for m in [model] + list(getattr(model, "rivals_", [])) if m.name == "cache-miss"), None)

@@ -88,6 +88,16 @@ def latest_per_size(records: list[dict]) -> dict[int, list[dict]]:
     return out
 
 
+def stored_sweep(sizes: list[int], item) -> tuple[list[int], list[int]]:
+    """The small sizes and the targets among a log's sizes of an item: its spec's targets and the sizes below them
+    (the stored sweep, whichever sizes it took); with no stored sweep, the largest size is the target."""
+    targets = [s for s in sizes if s in set(item.target)]
+    small = [s for s in sizes if targets and s < min(targets)]
+    if len(small) < 2 or not targets:
+        small, targets = sizes[:-1], sizes[-1:]
+    return small, targets
+
+
 def replay(log: str | Path, profile: Any, models: list[str], suite: str = "builtin",
            items: list[str] | None = None, say: Callable[[str], None] = lambda m: None) -> list[ItemResult]:
     """Predict every item of ``suite`` found in the log (by name) with every model, from the log's times."""
@@ -108,10 +118,7 @@ def replay(log: str | Path, profile: Any, models: list[str], suite: str = "built
             continue
         per_size = latest_per_size(mine)
         sizes = sorted(per_size)
-        targets = [s for s in sizes if s in set(item.target)]
-        small = [s for s in sizes if targets and s < min(targets)]  # the stored sweep, whichever sizes it took
-        if len(small) < 2 or not targets:  # no stored sweep: the largest size is the target
-            small, targets = sizes[:-1], sizes[-1:]
+        small, targets = stored_sweep(sizes, item)
         res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel")
         res.measurements = len(sizes)
         res.reused = len(sizes)
