@@ -12,7 +12,6 @@ and median |error| of each.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from gpuprofiler.measure.stats import model_value
 from gpuprofiler.models.base import NotApplicable
 from gpuprofiler.models.maxplus.predictor import MaxPlusPredictor
 from gpuprofiler.profile.file import load_profile
+from gpuprofiler.validate.replay import latest_per_size, read_log
 from gpuprofiler.workloads.builtin import resolve
 from gpuprofiler.workloads.spec import load_spec
 
@@ -35,10 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     profile = load_profile(args.profile)
     measured: dict[tuple[str, int], float] = {}
-    for line in args.log.read_text().splitlines():
-        r = json.loads(line)
-        if r.get("kernel") == r.get("phase") and r.get("kind", "kernel") == "kernel":
-            measured[(r["kernel"], int(r["size"]))] = model_value(r["samples_s"])
+    kernels = [r for r in read_log(args.log) if r.get("kernel") == r.get("phase") and r.get("kind", "kernel") == "kernel"]
+    for name in {r["kernel"] for r in kernels}:
+        for size, recs in latest_per_size([r for r in kernels if r["kernel"] == name]).items():
+            measured[(name, size)] = model_value(recs[0]["samples_s"])  # a validate run's visits pooled
     names = sorted({k for k, _ in measured} & set(args.items.split(",") if args.items else {k for k, _ in measured}))
     errs: dict[str, list[float]] = {"rules": [], "misses": []}
     print(f"{'kernel':<16} {'size':>11} {'measured':>10} {'rules':>10} {'err':>8} {'misses':>10} {'err':>8}")

@@ -32,6 +32,20 @@ class TimingPolicy:
     # a kernel spec's sampling split into this many blocks, each on buffers allocated afresh: where the pages land
     # (which cache sets a column walk crowds) is drawn once per allocation and can move a kernel's time 30%
     placements: int = 1
+    # a validate run's sampling of each size split into this many visits, every item visited once before any is
+    # visited again, so that an item's visits lie minutes apart: a shared VM's speed moves over minutes (the fast
+    # runs of one visit reproduce within 10% about half the time, of three about four times in five; README)
+    visits: int = 1
+
+    def per_visit(self) -> "TimingPolicy":
+        """The policy of one of ``visits`` visits: its share of the budget, of the samples and of the
+        placements."""
+        k = max(1, self.visits)
+        if k == 1:
+            return self
+        return self.but(budget_s=self.budget_s / k, min_samples=max(2, -(-self.min_samples // k)),
+                        max_samples=max(2, self.max_samples // k), placements=max(1, -(-self.placements // k)),
+                        visits=1)
 
     def but(self, **changes) -> "TimingPolicy":
         """A copy with some fields changed."""
@@ -43,8 +57,9 @@ MEASURE = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_
 # the small sizes and checked targets of `gpuprofiler extrapolate`
 SWEEP = MEASURE.but(budget_s=1.0)
 # `gpuprofiler validate` and `validate --quick`
-VALIDATE = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=1.0, placements=3)
-VALIDATE_QUICK = TimingPolicy(warmup=1, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=0.25, placements=3)
+VALIDATE = TimingPolicy(warmup=2, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=1.0, placements=3, visits=3)
+VALIDATE_QUICK = TimingPolicy(warmup=1, warmup_s=SWEEP_WARMUP_S, min_samples=5, budget_s=0.25, placements=3,
+                              visits=3)
 
 
 def fixed(n: int, warmup: int = 0) -> TimingPolicy:

@@ -14,7 +14,8 @@ import numpy as np
 from gpuprofiler import __version__
 from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 
-PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s", "measured_spread", "rel_error",
+PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s", "measured_spread",
+                      "measured_visit_spread", "rel_error",
                       "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail")
 BASELINE_COLUMNS = ("kernel", "size", "model", "law", "predicted_s", "measured_s", "rel_error", "interval_low_s",
                     "interval_high_s")
@@ -157,7 +158,9 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
     lines += ["", "## Predictions", "",
               "rel_error = (predicted - measured) / measured; measured is the run's modelling figure (the 10th percentile "
               "of its device times: the runs no other work slowed; its median is in predictions.csv); "
-              "its spread is the run's own 90th over 10th percentile (an error inside it may be noise, not model).",
+              "its spread is the run's own 90th over 10th percentile, and where it was measured in visits minutes apart "
+              "the largest visit's 10th percentile over the smallest's (an error inside either may be noise, not "
+              "model).",
               "",
               "| kernel | size | model | predicted (s) | measured (s) | spread | error | corrected error | "
               "interval (s) | detail |",
@@ -168,6 +171,9 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
         corr = "-" if math.isnan(loko) else f"{100 * loko:+.1f}%"
         sp = r.get("measured_spread", math.nan)
         sp_text = f"{sp:.2f}x" if isinstance(sp, float) and math.isfinite(sp) else "-"
+        vs = r.get("measured_visit_spread", math.nan)
+        if isinstance(vs, float) and math.isfinite(vs):
+            sp_text += f" (visits {vs:.2f}x)"
         lines.append(f"| {r['kernel']} | {r['size']} | {r['model']} | {r['predicted_s']:.4g} | {r['measured_s']:.4g} | "
                      f"{sp_text} | {100 * r['rel_error']:+.1f}% | {corr} | {iv} | {r['detail']} |")
     if scatter:

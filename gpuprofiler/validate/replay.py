@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.measure.records import pooled
 from gpuprofiler.measure.storage import read_records
 from gpuprofiler.validate.suite import ItemResult, predict_items, suite_paths
 from gpuprofiler.workloads.sweep import Sweep, from_records, load_target
@@ -78,14 +79,16 @@ def logged_device(records: list[dict]) -> dict:
 
 
 def latest_per_size(records: list[dict]) -> dict[int, list[dict]]:
-    """Per size, the latest record of every phase (a log appended to by several runs keeps the newest)."""
-    by_key: dict[tuple[int, str], dict] = {}
+    """Per size, the latest record of every phase (a log appended to by several runs keeps the newest); a size
+    validate measured in visits gets the latest of each visit, pooled (its modelling figure is that of all
+    the visits' runs, as the run that measured them used)."""
+    by_key: dict[tuple[int, int, str], dict] = {}
     for r in records:
-        by_key[(int(r["size"]), str(r["phase"]))] = r
-    out: dict[int, list[dict]] = {}
-    for (size, _), r in sorted(by_key.items()):
-        out.setdefault(size, []).append(r)
-    return out
+        by_key[(int(r["size"]), int(r.get("validate_visit", 0)), str(r["phase"]))] = r
+    visits: dict[int, dict[int, list[dict]]] = {}
+    for (size, visit, _), r in sorted(by_key.items()):
+        visits.setdefault(size, {}).setdefault(visit, []).append(r)
+    return {size: pooled([got[v] for v in sorted(got)]) for size, got in visits.items()}
 
 
 def stored_sweep(sizes: list[int], item) -> tuple[list[int], list[int]]:

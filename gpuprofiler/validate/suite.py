@@ -23,6 +23,7 @@ import numpy as np
 
 from gpuprofiler.errors import DeviceError, UserError
 from gpuprofiler.measure.policy import VALIDATE, VALIDATE_QUICK, TimingPolicy
+from gpuprofiler.measure.records import pooled
 from gpuprofiler.measure.runners.base import Runner, Task, TaskFailed, raise_failure
 from gpuprofiler.measure.runners.sequential import SequentialRunner
 from gpuprofiler.measure.stats import model_value, spread
@@ -59,38 +60,63 @@ def suite_paths(suite: str, items: list[str] | None = None) -> list[Path]:
 
 
 class Store:
-    """The run's measurements: one group of records per (device, item digest, size), appended when complete.
+    """The run's measurements: one group of records per (device, item digest, size, visit), appended when complete.
 
     ``device`` is the key the groups are stored under: the device's id (measured here), or ``kind:SLUG`` (measured on
     any device of that kind of a cluster); each record keeps the provenance of the device and host that measured
-    it. A group is written once: a rerun, or a task retried after its worker died, finds it stored."""
+    it. A group is written once: a rerun, or a task retried after its worker died, finds it stored. A size
+    measured in visits (``validate_visit`` of ``validate_visits``) is finished when every visit is stored; its
+    records are then pooled (:func:`~gpuprofiler.measure.records.pooled`)."""
 
     def __init__(self, path: Path, device: Any, fresh: bool = False, key: str | None = None):
         self.log = MeasurementLog(path, device)
         self.device_id = key or device.id
-        self.groups: dict[tuple[str, int], list[dict]] = {}
+        self.groups: dict[tuple[str, int], dict[int, list[dict]]] = {}
+        self.counts: dict[tuple[str, int], int] = {}
+        self.reused = 0
         if path.exists() and not fresh:
             by_group: dict[str, list[dict]] = {}
             for r in read_records(path):
                 if _stored_under(r) == self.device_id and "validate_group" in r:
                     by_group.setdefault(r["validate_group"], []).append(r)
             for recs in by_group.values():
-                if len(recs) == recs[0].get("validate_group_size"):
-                    self.groups.setdefault((recs[0]["validate_digest"], int(recs[0]["size"])), recs)
-        self.reused = len(self.groups)
+                first = recs[0]
+                if len(recs) != first.get("validate_group_size"):
+                    continue
+                key_ = (first["validate_digest"], int(first["size"]))
+                visits = int(first.get("validate_visits", 1))
+                if self.counts.setdefault(key_, visits) != visits:
+                    continue  # visits of another run's protocol: that run's own set decides
+                if self.groups.setdefault(key_, {}).setdefault(int(first.get("validate_visit", 0)), recs) is recs:
+                    self.reused += 1
+
+    def has(self, digest: str, size: int, visit: int) -> bool:
+        """Whether this visit of the size is stored, or the size is finished (by another run's visits)."""
+        return visit in self.groups.get((digest, size), {}) or self.get(digest, size) is not None
 
     def get(self, digest: str, size: int) -> list[dict] | None:
-        return self.groups.get((digest, size))
+        """The size's records, every visit pooled; None until every visit is stored."""
+        got = self.groups.get((digest, size))
+        if not got or len(got) < self.counts[(digest, size)]:
+            return None
+        return pooled([got[v] for v in sorted(got)])
 
-    def put(self, digest: str, size: int, records: list[dict], meta: dict | None = None) -> bool:
-        """Store one size's records (an app's phases) in one write: a crash keeps the group whole or not at all;
-        a group already stored is not written again (False). ``meta``: the provenance where a worker measured."""
-        if (digest, size) in self.groups:
+    def put(self, digest: str, size: int, records: list[dict], meta: dict | None = None, visit: int = 0,
+            visits: int = 1) -> bool:
+        """Store one visit of one size's records (an app's phases) in one write: a crash keeps the group whole or
+        not at all; a group already stored is not written again (False). ``meta``: the provenance where a worker
+        measured."""
+        key_ = (digest, size)
+        if self.has(digest, size, visit) or self.counts.get(key_, visits) != visits:
             return False
         group = uuid.uuid4().hex
-        self.log.append_many([{**r, "validate_digest": digest, "validate_group": group, "validate_device":
-                               self.device_id, "validate_group_size": len(records)} for r in records], meta)
-        self.groups[(digest, size)] = records
+        tags = {"validate_digest": digest, "validate_group": group, "validate_device": self.device_id,
+                "validate_group_size": len(records)}
+        if visits > 1:
+            tags.update(validate_visit=visit, validate_visits=visits)
+        self.log.append_many([{**r, **tags} for r in records], meta)
+        self.counts[key_] = visits
+        self.groups.setdefault(key_, {})[visit] = records
         return True
 
 
@@ -161,33 +187,42 @@ class ItemResult:
 def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: TimingPolicy, prog: Progress,
                  kind: str, say: Callable[[str], None]) -> list[TaskFailed]:
     """Every size of every planned item not in the store measured through ``runner`` on devices of ``kind`` (an
-    item's sizes in one task, timed in alternation); each size's group stored as it reaches this process. Returns
-    the tasks that failed (with the sequential runner a failure is raised instead)."""
+    item's sizes in one task, timed in alternation), in ``policy.visits`` visits: every item's first visit, then
+    every item's second, so that an item's visits lie minutes apart (its reference check in the first only);
+    each visit of a size stored as it reaches this process. Returns the tasks that failed (with the sequential
+    runner a failure is raised instead)."""
     failed: list[TaskFailed] = []
     sequential = isinstance(runner, SequentialRunner)
+    visits = max(1, policy.visits)
+    per_visit = policy.per_visit()
+    visit_of: dict[str, int] = {}
 
     def tasks():
-        for path, item, digest, small, _ in plan:
-            todo = [s for s in small + list(item.target) if store.get(digest, s) is None]
-            if not todo:
-                continue
-            label = f"{getattr(item, 'name', path.stem)} size{'s' if len(todo) > 1 else ''} {', '.join(map(str, todo))}"
-            if sequential:
-                prog.start(digest, max(todo), label)
-            yield Task(f"{digest}:{','.join(map(str, todo))}", sweep_task, (portable(path), digest, todo, policy, reaches),
-                       kind=kind, label=label)
+        for visit in range(visits):
+            for path, item, digest, small, _ in plan:
+                todo = [s for s in small + list(item.target) if not store.has(digest, s, visit)]
+                if not todo:
+                    continue
+                label = (f"{getattr(item, 'name', path.stem)} size{'s' if len(todo) > 1 else ''} "
+                         f"{', '.join(map(str, todo))}" + (f" (visit {visit + 1} of {visits})" if visits > 1 else ""))
+                if sequential:
+                    prog.start(digest, max(todo), label)
+                key = f"{digest}:{visit}:{','.join(map(str, todo))}"
+                visit_of[key] = visit
+                yield Task(key, sweep_task, (portable(path), digest, todo, per_visit, reaches, visit == 0),
+                           kind=kind, label=label)
 
     def meta(slot) -> dict | None:
         return None if sequential else provenance(slot.info, slot.host)
 
     def partial(task: Task, got) -> None:
         size, records = got
-        store.put(task.args[1], size, records)
+        store.put(task.args[1], size, records, visit=visit_of[task.key], visits=visits)
 
     def done(task: Task, outcome) -> None:
         digest, todo = task.args[1], task.args[2]
         for size, records in sorted(outcome.value.items()):
-            store.put(digest, size, records, meta(outcome.slot))
+            store.put(digest, size, records, meta(outcome.slot), visit=visit_of[task.key], visits=visits)
         prog.finish(digest, todo, None if sequential else outcome.seconds)
         if not sequential:
             say(f"[{prog.done}/{prog.done + len(prog.pending)}] {task.label}: measured on {outcome.slot.name} in "
@@ -243,7 +278,8 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
         if len(small) < 2 or max(small) >= min(item.target):
             raise UserError(f"{path}: validate needs at least two small sizes below the targets (got {small})")
         plan.append((path, item, item_digest(path, item), small, notes))
-    todo = [(d, s) for _, item, d, small, _ in plan for s in small + list(item.target) if store.get(d, s) is None]
+    todo = [(d, s) for v in range(max(1, policy.visits)) for _, item, d, small, _ in plan
+            for s in small + list(item.target) if not store.has(d, s, v)]
     prog = Progress(todo, say, guess_s=policy.budget_s * 3 + 1)
     where = slot.device_id if sequential else f"{len(runner.kinds()[kind])} device(s) of {runner.describe()}"
     say(f"{len(plan)} item(s), {len(todo)} measurement(s) to run on {where}")
@@ -350,6 +386,7 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
         total = measured.total_summary()
         row = _row(item, model, p.size, p.seconds, (p.low, p.high), total.model, p.summary)
         return [{**row, "measured_median_s": total.median, "measured_spread": spread(measured.totals[0]),
+                 "measured_visit_spread": visit_spread(measured.totals[0], measured.records),
                  "features": p.details.get("features"),
                  "kernel_code": p.details.get("kernel_code")}]
     out = []
@@ -365,9 +402,23 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
                                got.get("summary", p.summary)),
                         "measured_median_s": float(np.median(measured.phases[phase][0])),
                         "measured_spread": spread(measured.phases[phase][0]),
+                        "measured_visit_spread": visit_spread(measured.phases[phase][0], measured.records),
                         "features": got.get("features"),
                         "kernel_code": got.get("kernel_code")})
     return out
+
+
+def visit_spread(samples, records: list[dict]) -> float:
+    """How far apart the visits of a target put its modelling figure: the largest visit's over the smallest's
+    (NaN for a target measured in one visit). ``samples`` are the target's pooled runs in visit order, split
+    by the visits' sample counts in its records."""
+    counts = next((r["visits"] for r in records if r.get("visits")), None)
+    x = np.asarray(samples, dtype=float)
+    if not counts or sum(int(v["samples"]) for v in counts) != len(x):
+        return math.nan
+    edges = np.cumsum([int(v["samples"]) for v in counts])[:-1]
+    figures = [model_value(part) for part in np.split(x, edges) if len(part)]
+    return max(figures) / min(figures) if len(figures) > 1 and min(figures) > 0 else math.nan
 
 
 BASELINES = {"fractal_s": ("fractal", "fractal_interval_s"), "extrap": ("Extra-P", None)}

@@ -204,13 +204,14 @@ def validate_args(out: Path):
 
 
 def groups_of(records: list[dict]) -> dict:
-    """validate's stored groups (one per item and size), each whole: no group partial, none measured twice."""
+    """validate's stored groups (one per item, size and visit), each whole: no group partial, none measured
+    twice."""
     groups: dict[str, list[dict]] = {}
     for r in records:
         groups.setdefault(r["validate_group"], []).append(r)
     for recs in groups.values():
         assert len(recs) == recs[0]["validate_group_size"], "a partial group"
-    keys = [(recs[0]["validate_digest"], recs[0]["size"]) for recs in groups.values()]
+    keys = [(recs[0]["validate_digest"], recs[0]["size"], recs[0]["validate_visit"]) for recs in groups.values()]
     assert len(set(keys)) == len(keys), "an item's size stored twice"
     return groups
 
@@ -235,7 +236,7 @@ def rerun_validate(tmp_path: Path) -> None:
     if stored:  # the rerun resumes: what was stored is reused, not measured again
         assert f"reusing {len(stored)} finished measurement(s)" in done.stderr, done.stderr
     groups = groups_of(whole_lines(out / "measurements.jsonl"))
-    assert len(groups) == 2 * 4 and set(stored) <= set(groups)  # two items at three small sizes and one target
+    assert len(groups) == 2 * 4 * 3 and set(stored) <= set(groups)  # two items at four sizes, three visits each
     assert (out / "report.md").exists()
 
 

@@ -104,9 +104,10 @@ def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
         (out / "report.md").read_text()
     rows = read_csv(out / "predictions.csv")
     assert list(rows[0]) == ["kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s",
-                             "measured_spread", "rel_error",
+                             "measured_spread", "measured_visit_spread", "rel_error",
                              "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail"]
-    assert all(float(row["measured_spread"]) >= 1.0 for row in rows)
+    assert all(float(row["measured_spread"]) >= 1.0 and float(row["measured_visit_spread"]) >= 1.0 for row in rows)
+    assert "(visits " in (out / "report.md").read_text()
     assert {r["model"] for r in rows} == {"fractal", "maxplus"}  # no pipeline on OpenCL
     for row in rows:
         p, m = float(row["predicted_s"]), float(row["measured_s"])
@@ -119,7 +120,7 @@ def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
     text = (out / "report.md").read_text()
     assert "plots/predicted_vs_measured.png" in text and (out / "plots" / "errors.png").stat().st_size > 0
     assert "pipeline: not run, it models NVIDIA GPUs" in text and "every measurement taken by this run" in text
-    assert f"[1/{len(measured)}]" in r.stderr and "left" in r.stderr
+    assert f"[1/{3 * len(measured)}]" in r.stderr and "left" in r.stderr and "(visit 3 of 3)" in r.stderr
 
 
 @pytest.mark.slow
@@ -136,12 +137,15 @@ def test_killed_run_resumes_without_repeating(tmp_path, pocl):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     before = [json.loads(x) for x in log.read_text().splitlines()]
-    assert 3 <= len(before) < 12, "the run was not stopped midway"
+    assert 3 <= len(before) < 36, "the run was not stopped midway"
     r = run_cli(*args(suite, out))
     assert r.returncode == 0, r.stderr
     after = [json.loads(x) for x in log.read_text().splitlines()]
-    keys = [(x["validate_digest"], x["size"]) for x in after]
-    assert len(keys) == len(set(keys)) == 12  # 2 items x 6 sizes, none measured twice
+    keys = [(x["validate_digest"], x["size"], x["validate_visit"]) for x in after]
+    assert len(keys) == len(set(keys)) == 36  # 2 items x 6 sizes x 3 visits, none measured twice
+    assert [x["checked"] for x in after] == [x["validate_visit"] == 0 for x in after]  # checked on the first visit
+    first = [x["validate_digest"] for x in after if x["validate_visit"] == 0]
+    assert [x["validate_digest"] for x in after if x["validate_visit"] == 2][-6:] == first[-6:]  # items in turn
     assert after[:len(before)] == before
     assert f"reusing {len(before)} finished measurement(s)" in r.stderr
 

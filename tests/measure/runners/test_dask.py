@@ -219,19 +219,19 @@ def test_validate_on_a_local_cluster_gives_the_sequential_records(tmp_path, pocl
     par = read_records(tmp_path / "dask" / "measurements.jsonl")
 
     def key(x):
-        return x["kernel"], x["phase"], x["size"], x["validate_digest"], x["validate_group_size"]
+        return x["kernel"], x["phase"], x["size"], x["validate_digest"], x["validate_group_size"], x["validate_visit"]
 
-    assert sorted(map(key, seq)) == sorted(map(key, par)) and len(par) == 6
+    assert sorted(map(key, seq)) == sorted(map(key, par)) and len(par) == 18  # 6 sizes x 3 visits
     assert all(set(a) == set(b) for a, b in zip(seq, par))
     assert all(p["device"]["name"] == s["device"]["name"] and p["host"] == s["host"] for s, p in zip(seq, par))
-    assert all(p["checked"] for p in par)
+    assert all(p["checked"] == (p["validate_visit"] == 0) for p in par)
     rows = [x.split(",")[:3] for x in (tmp_path / "dask" / "predictions.csv").read_text().splitlines()[1:]]
     assert sorted(rows) == sorted(x.split(",")[:3] for x in (tmp_path / "seq" / "predictions.csv").read_text()
                                   .splitlines()[1:])
     # a rerun on the cluster measures nothing again
     r = _validate(suite, tmp_path / "dask", "--cluster", "local:2")
-    assert r.returncode == 0 and "reusing 6 finished measurement(s)" in r.stderr
-    assert len(read_records(tmp_path / "dask" / "measurements.jsonl")) == 6
+    assert r.returncode == 0 and "reusing 18 finished measurement(s)" in r.stderr
+    assert len(read_records(tmp_path / "dask" / "measurements.jsonl")) == 18
 
 
 def _device_worker_pid(runner) -> int:
@@ -280,8 +280,8 @@ def test_a_worker_killed_mid_run_leaves_each_size_stored_once(tmp_path, pocl):
         runner.close()
     assert killed and killed[0] != after  # the worker was killed, and a new one finished the run
     stored = read_records(log)
-    keys = [(r["validate_digest"], r["size"]) for r in stored]
-    assert len(keys) == len(set(keys)) == 12  # 2 items x 6 sizes, each once
+    keys = [(r["validate_digest"], r["size"], r["validate_visit"]) for r in stored]
+    assert len(keys) == len(set(keys)) == 36  # 2 items x 6 sizes x 3 visits, each once
     assert len(results) == 2 and all(res.rows for res in results)
 
 
