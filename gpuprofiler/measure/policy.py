@@ -37,15 +37,16 @@ class TimingPolicy:
     # runs of one visit reproduce within 10% about half the time, of three about four times in five; README)
     visits: int = 1
 
-    def per_visit(self) -> "TimingPolicy":
-        """The policy of one of ``visits`` visits: its share of the budget, of the samples and of the
-        placements."""
+    def per_visit(self, visit: int = 0) -> "TimingPolicy":
+        """The policy of visit ``visit`` (0-based) of ``visits``: its share of the budget, of the placements and of
+        the minimum samples (5 over 3 visits: 2, 2, 1); a later visit without warm-up (the kernels are built, the
+        device busy from the item before)."""
         k = max(1, self.visits)
         if k == 1:
             return self
-        return self.but(budget_s=self.budget_s / k, min_samples=max(2, -(-self.min_samples // k)),
+        return self.but(budget_s=self.budget_s / k, min_samples=max(1, -(-(self.min_samples - visit) // k)),
                         max_samples=max(2, self.max_samples // k), placements=max(1, -(-self.placements // k)),
-                        visits=1)
+                        visits=1, **({"warmup": 0, "warmup_s": 0.0} if visit else {}))
 
     def but(self, **changes) -> "TimingPolicy":
         """A copy with some fields changed."""

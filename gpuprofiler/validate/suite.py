@@ -188,13 +188,13 @@ def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: Timing
                  kind: str, say: Callable[[str], None]) -> list[TaskFailed]:
     """Every size of every planned item not in the store measured through ``runner`` on devices of ``kind`` (an
     item's sizes in one task, timed in alternation), in ``policy.visits`` visits: every item's first visit, then
-    every item's second, so that an item's visits lie minutes apart (its reference check in the first only);
-    each visit of a size stored as it reaches this process. Returns the tasks that failed (with the sequential
+    every item's second, so that an item's visits lie minutes apart (its reference check, and its launches
+    checked against its buffers by following the kernel's indices, in the first only; later ones against the
+    declared shapes); each visit of a size stored as it reaches this process. Returns the tasks that failed (with the sequential
     runner a failure is raised instead)."""
     failed: list[TaskFailed] = []
     sequential = isinstance(runner, SequentialRunner)
     visits = max(1, policy.visits)
-    per_visit = policy.per_visit()
     visit_of: dict[str, int] = {}
 
     def tasks():
@@ -209,8 +209,8 @@ def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: Timing
                     prog.start(digest, max(todo), label)
                 key = f"{digest}:{visit}:{','.join(map(str, todo))}"
                 visit_of[key] = visit
-                yield Task(key, sweep_task, (portable(path), digest, todo, per_visit, reaches, visit == 0),
-                           kind=kind, label=label)
+                yield Task(key, sweep_task, (portable(path), digest, todo, policy.per_visit(visit),
+                                             None if visit else reaches, visit == 0), kind=kind, label=label)
 
     def meta(slot) -> dict | None:
         return None if sequential else provenance(slot.info, slot.host)

@@ -103,4 +103,7 @@ def test_a_visit_gets_its_share_of_the_sampling(policy):
     one = policy.per_visit()
     assert policy.visits == 3 and one.visits == 1 and one.placements == 1
     assert one.budget_s * policy.visits == pytest.approx(policy.budget_s)
-    assert one.min_samples * policy.visits >= policy.min_samples and one.per_visit() is one
+    assert sum(policy.per_visit(v).min_samples for v in range(policy.visits)) == policy.min_samples
+    assert one.per_visit() is one
+    assert one.warmup == policy.warmup and policy.per_visit(1).warmup == 0 == policy.per_visit(2).warmup_s
+    assert policy.per_visit(2).budget_s == one.budget_s
