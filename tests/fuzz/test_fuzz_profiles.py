@@ -54,6 +54,8 @@ def corrupted(name, data_draw):
         try:
             for part in path[:-1]:
                 node = node[part]
+            if not isinstance(node, (dict, list)):
+                continue  # an earlier corruption replaced a table by a string, which indexes but cannot be changed
             old = node[path[-1]]
         except (KeyError, IndexError, TypeError):
             continue  # an earlier corruption removed it
