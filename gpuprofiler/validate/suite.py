@@ -190,8 +190,8 @@ def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: Timing
     item's sizes in one task, timed in alternation), in ``policy.visits`` visits: every item's first visit, then
     every item's second, so that an item's visits lie minutes apart (its reference check, and its launches
     checked against its buffers by following the kernel's indices, in the first only; later ones against the
-    declared shapes); each visit of a size stored as it reaches this process. Returns the tasks that failed (with the sequential
-    runner a failure is raised instead)."""
+    declared shapes); each visit of a size stored as it reaches this process. Returns the tasks that failed
+    (with the sequential runner a failure is raised instead)."""
     failed: list[TaskFailed] = []
     sequential = isinstance(runner, SequentialRunner)
     visits = max(1, policy.visits)
