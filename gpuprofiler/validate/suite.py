@@ -90,15 +90,19 @@ class Store:
                 if self.groups.setdefault(key_, {}).setdefault(int(first.get("validate_visit", 0)), recs) is recs:
                     self.reused += 1
 
+    def _finished(self, digest: str, size: int) -> bool:
+        got = self.groups.get((digest, size))
+        return bool(got) and len(got) >= self.counts[(digest, size)]
+
     def has(self, digest: str, size: int, visit: int) -> bool:
         """Whether this visit of the size is stored, or the size is finished (by another run's visits)."""
-        return visit in self.groups.get((digest, size), {}) or self.get(digest, size) is not None
+        return visit in self.groups.get((digest, size), {}) or self._finished(digest, size)
 
     def get(self, digest: str, size: int) -> list[dict] | None:
         """The size's records, every visit pooled; None until every visit is stored."""
-        got = self.groups.get((digest, size))
-        if not got or len(got) < self.counts[(digest, size)]:
+        if not self._finished(digest, size):
             return None
+        got = self.groups[(digest, size)]
         return pooled([got[v] for v in sorted(got)])
 
     def put(self, digest: str, size: int, records: list[dict], meta: dict | None = None, visit: int = 0,
