@@ -1,12 +1,13 @@
-"""A calibration's memory sections drawn a second time, minutes after the first, each kept from the faster draw.
+"""A calibration's memory sections drawn a second time, minutes after the first; each figure kept from its faster draw.
 
 On a shared machine one calibration is one draw of the machine's state. On a 2-vCPU VM's PoCL one
 ``calibrate --quick`` put the 1-8 MiB read bandwidth anywhere from 28 to 73 GB/s, a guarded stream's work-item at
 1.0 or 2.7 ns, and the L2 knee anywhere from 380 to 610 KiB, with a few minutes between the draws. ``validate``
 measures each size in visits minutes apart and models its fastest runs (the runs no other tenant slowed); the
 profile that prices its models gets the same treatment: once the measuring is over, the latency, memory and
-bandwidth sections are measured again and, section by section, the draw whose figures are faster on geometric
-average is kept whole (a section's figures come from one draw, so its knees and ratios stay its own).
+bandwidth sections are measured again and each microbenchmark's figures are kept from the draw in which they are
+faster on geometric average (a microbenchmark's figures come from one draw: a curve with the knees read off it,
+the kinds and widths timed in alternation, a guarded stream with the unguarded one it is compared with).
 """
 
 from __future__ import annotations
@@ -22,41 +23,80 @@ from gpuprofiler.errors import GpuProfilerError
 from gpuprofiler.profile.file import Profile
 
 REDRAWN = ("latency", "memory", "bandwidth")
-# the profile's keys each section writes ("memory.dram_latency_s": the latency section's key in the memory node)
-_KEYS = {"latency": ("latency_curve", "latency_pattern", "caches", "local_memory", "latency_max_working_set_bytes",
-                     "tlb", "memory.dram_latency_s"),
-         "memory": ("memory", "concurrency"),
-         "bandwidth": ("bandwidth",)}
+# where each section writes in the profile: top-level keys, or "X.*" for every key under X ("memory.dram_latency_s"
+# is the latency section's key in the memory node)
+_WRITES = {"latency": ("latency_curve", "latency_pattern", "caches", "local_memory", "latency_max_working_set_bytes",
+                       "tlb", "memory.dram_latency_s"),
+           "memory": ("memory.*", "concurrency.*"),
+           "bandwidth": ("bandwidth.*",)}
+# the figures one microbenchmark gives together (a curve and what is read off it; the kinds and widths timed in
+# alternation), kept from one draw; every other key is a unit of its own
+_UNITS = {
+    "latency curve": ("latency_curve", "latency_pattern", "caches", "latency_max_working_set_bytes",
+                      "memory.dram_latency_s"),
+    "streams": ("bandwidth.by_width", "bandwidth.read_Bps", "bandwidth.write_Bps", "bandwidth.copy_Bps",
+                "bandwidth.triad_Bps", "bandwidth.array_bytes", "bandwidth.peak_Bps", "bandwidth.layout"),
+    "working-set curve": ("bandwidth.working_set_curve", "bandwidth.streaming_llc_bytes"),
+    "stream curve": ("bandwidth.stream_curve", "bandwidth.streams"),
+    "concurrency": ("concurrency.layouts", "concurrency.work_items", "concurrency.resident_capacity"),
+    "overlap curve": ("concurrency.overlap_curve", "concurrency.overlap_method"),
+    "loop-free curve": ("concurrency.loopfree_curve", "concurrency.loopfree_method"),
+    "guarded stream": ("concurrency.unguarded_item_s", "concurrency.guarded_item_s", "concurrency.guard_skip_item_s"),
+}
 PLANNED = "draws_planned"  # set on a profile validate calibrated: its sections are to be drawn again
 # a curve point's position, matched between the draws (the same sizes, operations, pages)
 _POSITION = ("bytes", "ops", "pages", "n", "streams", "work_items")
 
 
-def section_nodes(data: dict[str, Any], section: str) -> dict[str, Any]:
-    """The figures ``section`` wrote into a profile's data, by key."""
-    out = {}
-    for key in _KEYS[section]:
-        if key == "memory.dram_latency_s":
-            node = (data.get("memory") or {}).get("dram_latency_s")
-        elif key == "memory":
-            node = {k: v for k, v in (data.get("memory") or {}).items() if k != "dram_latency_s"}
+def _get(data: dict[str, Any], path: str) -> Any:
+    head, _, rest = path.partition(".")
+    node = data.get(head)
+    return node.get(rest) if rest and isinstance(node, dict) else (None if rest else node)
+
+
+def _set(data: dict[str, Any], path: str, node: Any) -> None:
+    head, _, rest = path.partition(".")
+    if not rest:
+        if node is None:
+            data.pop(head, None)
         else:
-            node = data.get(key)
-        if node is not None:
-            out[key] = node
+            data[head] = node
+    elif node is None:
+        if isinstance(data.get(head), dict):
+            data[head].pop(rest, None)
+            if not data[head]:
+                data.pop(head)
+    else:
+        if not isinstance(data.get(head), dict):
+            data[head] = {}
+        data[head][rest] = node
+
+
+def section_paths(data: dict[str, Any], section: str) -> list[str]:
+    """The keys (``X`` or ``X.Y``) a section wrote into a profile's data."""
+    claimed = {k for s in _WRITES.values() for k in s if not k.endswith(".*")}
+    out = []
+    for key in _WRITES[section]:
+        if key.endswith(".*"):
+            node = data.get(key[:-2])
+            out += [f"{key[:-2]}.{k}" for k in (node if isinstance(node, dict) else {})
+                    if f"{key[:-2]}.{k}" not in claimed]
+        elif _get(data, key) is not None:
+            out.append(key)
     return out
 
 
-def _put(data: dict[str, Any], nodes: dict[str, Any]) -> None:
-    """``section_nodes``' figures written into a profile's data."""
-    for key, node in nodes.items():
-        if key == "memory.dram_latency_s":
-            data.setdefault("memory", {})["dram_latency_s"] = node
-        elif key == "memory":
-            kept = (data.get("memory") or {}).get("dram_latency_s")
-            data["memory"] = dict(node, **({"dram_latency_s": kept} if kept is not None else {}))
-        else:
-            data[key] = node
+def unit_of(path: str) -> str:
+    """The microbenchmark whose figures ``path`` belongs to (kept from one draw with the rest of them)."""
+    for unit, paths in _UNITS.items():
+        if path in paths:
+            return unit
+    return "memory" if path.startswith("memory.") else path
+
+
+def section_nodes(data: dict[str, Any], section: str) -> dict[str, Any]:
+    """The figures ``section`` wrote into a profile's data, by key."""
+    return {path: _get(data, path) for path in section_paths(data, section)}
 
 
 def _positive(v: Any) -> bool:
@@ -116,21 +156,17 @@ def redraw(calibrate: Callable[..., Profile], profile: Profile, path: Path, quic
     errors = data.get("section_errors") if isinstance(data.get("section_errors"), dict) else {}
     sections = [s for s in REDRAWN if s in sections_done(data) and s not in errors]
     record: dict[str, Any] = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                              "first_date": data.get("created"), "sections": {}}
+                              "first_date": data.get("created"), "sections": {}, "units": {}}
     if not sections:
         return profile
     base = copy.deepcopy({k: v for k, v in data.items() if k not in ("redraws", PLANNED)})
     for s in sections:
-        for key in _KEYS[s]:
-            if key == "memory.dram_latency_s":
-                (base.get("memory") or {}).pop("dram_latency_s", None)
-            elif key == "memory":
-                base["memory"] = {k: v for k, v in (base.get("memory") or {}).items() if k == "dram_latency_s"}
-            else:
-                base.pop(key, None)
+        for key in section_paths(data, s):
+            _set(base, key, None)
     base["sections_done"] = [s for s in sections_done(data) if s not in sections]
     scratch = path.with_name(path.stem + ".second-draw.json")
-    say(f"drawing the {', '.join(sections)} section(s) of the calibration again (the faster draw of each is kept)")
+    say(f"drawing the {', '.join(sections)} section(s) of the calibration again (each microbenchmark's faster draw "
+        "is kept)")
     try:
         other = calibrate(scratch, quick=quick, only=tuple(sections), resume=Profile(base)).data
     except GpuProfilerError as exc:
@@ -142,31 +178,46 @@ def redraw(calibrate: Callable[..., Profile], profile: Profile, path: Path, quic
     kept = []
     for s in sections if other is not None else []:
         failed = (other.get("section_errors") or {}).get(s)
-        score, count = compare(section_nodes(data, s), section_nodes(other, s)) if not failed else (0.0, 0)
-        second = not failed and count > 0 and score > 0
-        record["sections"][s] = {"mean_log_speed_ratio": score, "figures": count, "kept": "second" if second
-                                 else "first", "seconds": (other.get("section_seconds") or {}).get(s),
+        record["sections"][s] = {"seconds": (other.get("section_seconds") or {}).get(s),
                                  **({"error": failed} if failed else {})}
-        if second:
-            _put(data, copy.deepcopy(section_nodes(other, s)))
-        kept.append(f"{s}: {'second' if second else 'first'} ({math.exp(score):.2f}x)")
+        if failed:
+            continue
+        mine, theirs = section_nodes(data, s), section_nodes(other, s)
+        units: dict[str, list[str]] = {}
+        for key in dict.fromkeys([*mine, *theirs]):
+            units.setdefault(unit_of(key), []).append(key)
+        for unit, keys in units.items():
+            first_nodes, second_nodes = {k: mine.get(k) for k in keys}, {k: theirs.get(k) for k in keys}
+            score, count = compare(first_nodes, second_nodes)
+            # figures only the second draw measured (the first failed or lacks them) are taken from it
+            second = score > 0 if count else compare(second_nodes, second_nodes)[1] > compare(first_nodes,
+                                                                                            first_nodes)[1]
+            record["units"][unit] = {"section": s, "mean_log_speed_ratio": score, "figures": count,
+                                     "kept": "second" if second else "first"}
+            if second:
+                for key in keys:
+                    _set(data, key, copy.deepcopy(theirs.get(key)))
+            if count:
+                kept.append(f"{unit}: {'second' if second else 'first'} ({math.exp(score):.2f}x)")
     data["redraws"] = list(data.get("redraws") or []) + [record]
     data.pop(PLANNED, None)
     profile.save(path)
     if kept:
-        say(f"kept the faster draw of each section (the second's speed over the first's): {'; '.join(kept)}")
+        say(f"kept each microbenchmark's faster draw (the second's speed over the first's): {'; '.join(kept)}")
     return profile
 
 
 def describe(profile: Profile) -> str | None:
-    """A line for a report: which draw of each section the profile holds (None where it was drawn once)."""
+    """A line for a report: which draw each microbenchmark's figures come from (None where drawn once)."""
     draws = [r for r in profile.data.get("redraws") or [] if isinstance(r, dict)]
     if not draws:
         return None
     last = draws[-1]
     if last.get("error"):
         return f"the calibration's second draw failed ({last['error']}): its first draw prices the models"
-    kept = "; ".join(f"{s} from the {r.get('kept')} (second over first: {math.exp(r.get('mean_log_speed_ratio', 0)):.2f}x "
-                     f"faster over {r.get('figures')} figures)" for s, r in (last.get("sections") or {}).items())
+    units = last.get("units") or {}
+    second = [f"{u} ({math.exp(r.get('mean_log_speed_ratio', 0.0)):.2f}x faster)" if r.get("figures") else
+              f"{u} (only the second measured it)" for u, r in units.items() if r.get("kept") == "second"]
     return (f"the calibration's {', '.join(last.get('sections') or {})} sections were drawn twice "
-            f"({last.get('first_date')} and {last.get('date')}), each kept from its faster draw: {kept}")
+            f"({last.get('first_date')} and {last.get('date')}), each microbenchmark's figures kept from its faster "
+            f"draw: {len(second)} of {len(units)} from the second" + (f" ({', '.join(second)})" if second else ""))

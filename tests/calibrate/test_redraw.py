@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from conftest import POCL_PROFILE
+from conftest import FIXTURES, POCL_PROFILE
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,16 +73,20 @@ def _scaled(node, factor):
     return node
 
 
-def _fake_calibrate(factors, calls):
-    """A calibration that writes the fixture profile's sections, each ``factors[section]`` times faster."""
-    full = json.loads(POCL_PROFILE.read_text())
+ZEN4 = FIXTURES / "profiles" / "pocl_zen4.json"  # a profile with every curve the sections write today
+
+
+def _fake_calibrate(factor, calls):
+    """A calibration that writes the fixture profile's figures of the sections it is asked for, each figure
+    ``factor(section, key)`` times faster."""
+    full = json.loads(ZEN4.read_text())
 
     def calibrate(out, quick=False, only=(), resume=None):
         calls.append((out, quick, tuple(only), set(resume.data)))
         data = copy.deepcopy(resume.data)
         for s in only:
             for key, node in redraw.section_nodes(full, s).items():
-                redraw._put(data, copy.deepcopy(_scaled({key: node}, factors[s])))
+                redraw._set(data, key, copy.deepcopy(_scaled(node, factor(s, key))))
         data["sections_done"] = sorted(set(data["sections_done"]) | set(only))
         data["section_seconds"] = {s: 1.0 for s in only}
         made = Profile(data)
@@ -92,34 +96,63 @@ def _fake_calibrate(factors, calls):
     return calibrate
 
 
-def test_each_section_kept_from_its_faster_draw(tmp_path):
+def test_each_microbenchmark_kept_from_its_faster_draw(tmp_path):
     path = tmp_path / "profile.json"
-    profile = Profile(json.loads(POCL_PROFILE.read_text()))
+    profile = Profile(json.loads(ZEN4.read_text()))
     profile.data[redraw.PLANNED] = True
+    del profile.data["bandwidth"]["gather_s"]  # a figure only the second draw has is taken from it
     profile.save(path)
     before = copy.deepcopy(profile.data)
     assert redraw.planned(profile)
     calls, said = [], []
-    got = redraw.redraw(_fake_calibrate({"latency": 1.0, "memory": 0.8, "bandwidth": 1.25}, calls), profile, path,
-                        True, said.append)
+    # the second draw: every bandwidth figure 1.25x faster, the memory section 0.8x but its overlap curve 1.5x
+    factors = {"latency": 1.0, "memory": 0.8, "bandwidth": 1.25}
+
+    def factor(section, key):
+        return 1.5 if key == "concurrency.overlap_curve" else factors[section]
+
+    got = redraw.redraw(_fake_calibrate(factor, calls), profile, path, True, said.append)
     [(out, quick, only, resumed_keys)] = calls
     assert only == ("latency", "memory", "bandwidth") and quick and not out.exists()  # the scratch file is removed
     assert not {"bandwidth", "concurrency", "caches", "latency_curve", "tlb"} & resumed_keys
     assert {"launch", "transfer", "instructions", "clock"} <= resumed_keys  # what is not drawn again is kept
-    record = got.data["redraws"][0]["sections"]
-    assert {s: r["kept"] for s, r in record.items()} == {"latency": "first", "memory": "first", "bandwidth": "second"}
-    assert record["bandwidth"]["mean_log_speed_ratio"] == pytest.approx(math.log(1.25))
-    assert record["memory"]["mean_log_speed_ratio"] == pytest.approx(math.log(0.8))
+    units = got.data["redraws"][0]["units"]
+    second = {u for u, r in units.items() if r["kept"] == "second"}
+    assert second == {"streams", "working-set curve", "stream curve", "bandwidth.gather_s", "overlap curve"}
+    assert set(units) - second == {"latency curve", "tlb", "local_memory", "memory", "concurrency", "loop-free curve"}
+    assert units["bandwidth.gather_s"]["figures"] == 0 and got.data["bandwidth"]["gather_s"]["status"] == "ok"
+    assert units["streams"]["mean_log_speed_ratio"] == pytest.approx(math.log(1.25))
+    assert units["memory"]["mean_log_speed_ratio"] == pytest.approx(math.log(0.8))
+    assert units["latency curve"]["mean_log_speed_ratio"] == 0.0 and units["latency curve"]["figures"] > 10
     assert got.data["bandwidth"]["read_Bps"]["value"] == pytest.approx(before["bandwidth"]["read_Bps"]["value"] * 1.25)
-    assert got.data["concurrency"] == before["concurrency"] and got.data["caches"] == before["caches"]
-    assert got.data["memory"] == before["memory"]
+    assert got.data["bandwidth"]["working_set_curve"][0]["Bps"] == pytest.approx(
+        before["bandwidth"]["working_set_curve"][0]["Bps"] * 1.25)
+    overlap = got.data["concurrency"]["overlap_curve"]
+    assert [p["seconds"] for p in overlap] == pytest.approx([p["seconds"] / 1.5 for p in
+                                                           before["concurrency"]["overlap_curve"]])
+    assert got.data["concurrency"]["loopfree_curve"] == before["concurrency"]["loopfree_curve"]
+    assert got.data["caches"] == before["caches"] and got.data["memory"] == before["memory"]
     assert not redraw.planned(got) and redraw.PLANNED not in load_profile(path).data
     assert load_profile(path).data["redraws"] == got.data["redraws"]
-    assert any("bandwidth: second (1.25x)" in m for m in said)
+    assert any("working-set curve: second (1.25x)" in m for m in said)
     line = redraw.describe(got)
     assert "latency, memory, bandwidth sections were drawn twice" in line
-    assert "bandwidth from the second (second over first: 1.25x faster" in line and "memory from the first (" in line
+    assert f"5 of {len(units)} from the second" in line and "bandwidth.gather_s (only the second measured it)" in line
+    assert "overlap curve (1.50x faster)" in line
     assert redraw.describe(Profile(before)) is None
+
+
+def test_section_keys_and_units():
+    data = json.loads(ZEN4.read_text())
+    memory = redraw.section_paths(data, "memory")
+    assert "memory.dram_latency_s" not in memory and "memory.read_s" in memory and "concurrency.overlap_curve" in memory
+    assert "memory.dram_latency_s" in redraw.section_paths(data, "latency")
+    assert redraw.unit_of("memory.dram_latency_s") == "latency curve" and redraw.unit_of("memory.read_s") == "memory"
+    assert redraw.unit_of("bandwidth.streaming_llc_bytes") == "working-set curve"
+    assert redraw.unit_of("bandwidth.gather_s") == "bandwidth.gather_s"
+    assert redraw.unit_of("concurrency.overlap_method") == redraw.unit_of("concurrency.overlap_curve")
+    every = [p for s in redraw.REDRAWN for p in redraw.section_paths(data, s)]
+    assert len(every) == len(set(every))  # no key in two sections
 
 
 def test_a_failed_second_draw_leaves_the_first(tmp_path):
@@ -144,20 +177,22 @@ def test_a_real_second_draw_of_the_memory_section(pocl, tmp_path):
     from gpuprofiler.calibrate.driver import calibrate
 
     path = tmp_path / "profile.json"
-    data = json.loads(POCL_PROFILE.read_text())
-    for key in ("latency_curve", "caches", "tlb", "bandwidth"):
-        data.pop(key, None)
-    data["sections_done"] = ["launch", "memory", "transfer", "instructions"]
-    data["device"] = pocl.info.to_dict()
-    profile = Profile(data | {redraw.PLANNED: True})
-    got = redraw.redraw(lambda out, **kw: calibrate(pocl, out, **kw), profile, path, True)
+    first = calibrate(pocl, path, quick=True, only=("memory",))
+    before = copy.deepcopy(first.data)
+    got = redraw.redraw(lambda out, **kw: calibrate(pocl, out, **kw), first, path, True)
     [record] = got.data["redraws"]
-    assert list(record["sections"]) == ["memory"]
-    memory = record["sections"]["memory"]
-    assert memory["figures"] >= 10 and math.isfinite(memory["mean_log_speed_ratio"]) and memory["seconds"] > 0
-    assert memory["kept"] == ("second" if memory["mean_log_speed_ratio"] > 0 else "first")
+    assert list(record["sections"]) == ["memory"] and record["sections"]["memory"]["seconds"] > 0
+    units = record["units"]
+    assert {"memory", "concurrency", "overlap curve", "loop-free curve", "guarded stream"} <= set(units)
+    for unit, r in units.items():
+        assert r["figures"] > 0 and math.isfinite(r["mean_log_speed_ratio"]), unit
+        assert r["kept"] == ("second" if r["mean_log_speed_ratio"] > 0 else "first")
     kept = load_profile(path).data
-    assert kept["concurrency"]["guarded_item_s"]["status"] == "ok" and kept["launch"] == data["launch"]
+    for unit, r in units.items():  # each unit's figures are one draw's, the first's where it was not faster
+        if r["kept"] == "first":
+            assert all(redraw._get(kept, k) == redraw._get(before, k) for k in redraw.section_paths(before, "memory")
+                       if redraw.unit_of(k) == unit)
+    assert kept["concurrency"]["guarded_item_s"]["status"] == "ok" and kept["clock"] == before["clock"]
 
 
 def test_validate_draws_again_only_the_calibration_it_made(tmp_path, monkeypatch):
@@ -181,7 +216,7 @@ def test_validate_draws_again_only_the_calibration_it_made(tmp_path, monkeypatch
     monkeypatch.setattr(suite, "run", fake_run)
     monkeypatch.setattr(cli, "_write", lambda *a, **kw: 0)
     calls = []
-    faster = _fake_calibrate({"latency": 1.1, "memory": 1.1, "bandwidth": 1.1}, calls)
+    faster = _fake_calibrate(lambda section, key: 1.1, calls)
 
     def calibrate(out, quick=False, only=(), resume=None):
         if resume is None:  # the run's first calibration
@@ -197,7 +232,7 @@ def test_validate_draws_again_only_the_calibration_it_made(tmp_path, monkeypatch
     assert cli._measure(args, [], out, None, device, device.id, calibrate, lambda: None) == 0
     assert seen[0] is not None and [c[2] for c in calls] == ["first", ("latency", "memory", "bandwidth")]
     kept = load_profile(out / "profile.json").data
-    assert {r["kept"] for r in kept["redraws"][0]["sections"].values()} == {"second"}
+    assert {r["kept"] for r in kept["redraws"][0]["units"].values() if r["figures"]} == {"second"}
     assert cli._measure(args, [], out, None, device, device.id, calibrate, lambda: None) == 0  # a rerun
     given = argparse.Namespace(**{**vars(args), "profile": str(POCL_PROFILE)})
     assert cli._measure(given, [], tmp_path / "other", None, device, device.id, calibrate, lambda: None) == 0
