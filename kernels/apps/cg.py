@@ -7,7 +7,7 @@ predictable; dot products are reduced per work-group on the device and the
 partial sums are added on the host, as many real codes do.
 """
 
-import functools
+import collections
 
 import numpy as np
 
@@ -18,13 +18,27 @@ ITERATIONS = 20
 LOCAL = 256
 
 
-@functools.lru_cache(maxsize=16)
+KEEP_BYTES = 4 << 30  # matrices kept for later calls, the least recently used dropped past this many bytes
+_kept: "collections.OrderedDict[int, tuple]" = collections.OrderedDict()
+
+
 def matrix(n):
-    """CSR arrays (rowptr, cols, vals) of the banded SPD test matrix: each row's bands in column order (the offsets
-    ascend), built row by row as one (n, 5) table of 32-bit columns (no sort). Kept for later calls: each timed
-    run of the app and its check use the same matrix (at 16M rows building it took 7 s of a 14 s run on a 2-vCPU VM,
-    most of it the first touch of fresh memory); a sweep times its sizes in alternation, so every size of one is
-    kept (validate's nine sizes for a 16M-row target: 1.6 GB); the arrays are read-only."""
+    """CSR arrays (rowptr, cols, vals) of the banded SPD test matrix, read-only. Kept for later calls: each timed run
+    of the app and its check use the same matrix (at 16M rows building it took 7 s of a 14 s run on a 2-vCPU VM,
+    most of it the first touch of fresh memory), and a sweep times its sizes in alternation, so every size of one is
+    kept up to :data:`KEEP_BYTES` (validate's nine sizes for a 16M-row target: 1.6 GB)."""
+    if n in _kept:
+        _kept.move_to_end(n)
+        return _kept[n]
+    _kept[n] = _build(n)
+    while len(_kept) > 1 and sum(a.nbytes for arrays in _kept.values() for a in arrays) > KEEP_BYTES:
+        _kept.popitem(last=False)
+    return _kept[n]
+
+
+def _build(n):
+    """The matrix's CSR arrays: each row's bands in column order (the offsets ascend), built row by row as one
+    (n, 5) table of 32-bit columns (no sort)."""
     g = max(2, int(np.sqrt(n)))
     offsets = np.array([-g, -1, 0, 1, g], np.int32)
     values = np.array([-1.0, -1.0, 4.5, -1.0, -1.0], np.float32)

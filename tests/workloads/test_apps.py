@@ -38,6 +38,26 @@ def test_cgs_matrix_is_its_five_bands_in_csr_order(n):
     assert np.array_equal(vals, want.data)
 
 
+def test_cgs_matrices_are_kept_up_to_a_bound(monkeypatch):
+    """A sweep's sizes alternate: each size's matrix is built once and kept, the least recently used dropped once
+    the kept ones pass ``KEEP_BYTES`` (the last one built always kept)."""
+    cg = load_app(resolve("cg")).module
+    monkeypatch.setattr(cg, "_kept", type(cg._kept)())
+    sizes = [1000, 2000, 3000]
+    first = [cg.matrix(n) for n in sizes]
+    assert all(cg.matrix(n) is m for n, m in zip(sizes, first)) and list(cg._kept) == sizes
+    one = sum(a.nbytes for a in first[1]) + sum(a.nbytes for a in first[2])
+    monkeypatch.setattr(cg, "KEEP_BYTES", one)
+    again = cg.matrix(1000)  # still kept: now the most recently used, 2000 the least
+    assert again is first[0] and list(cg._kept) == [2000, 3000, 1000]
+    cg.matrix(4000)  # past the bound: the least recently used go until the rest fit
+    assert list(cg._kept)[-1] == 4000 and 2000 not in cg._kept
+    assert sum(a.nbytes for arrays in cg._kept.values() for a in arrays) <= one
+    monkeypatch.setattr(cg, "KEEP_BYTES", 0)
+    assert cg.matrix(5000) is cg.matrix(5000) and list(cg._kept) == [5000]
+    assert not cg.matrix(5000)[0].flags.writeable
+
+
 def test_jacobi_runs_and_checks(pocl, quick_policy):
     records = measure_app(pocl, load_app(resolve("jacobi")), [4096], quick_policy)
     assert {r["phase"] for r in records} >= {"jacobi_step", "diff_partial"}
