@@ -15,7 +15,9 @@ addresses. What DRAM delivers then is not the stream's bandwidth: a line per acc
 tables missed, and on a CPU as many misses in flight as a core's fill buffers allow. ``gather_s`` measures it:
 reads at random indices (streamed from an index array) over the whole array and the same reads masked to a 16 KiB
 prefix (same instructions, only the locality differs), each work-item's reads independent; the difference per read
-is a random miss's cost with the device full of them.
+is a random miss's cost with the device full of them. ``gather_llc_s`` is the same reads masked to a span that fits
+the last-level cache but not a core's private levels (4 MiB between a 1 MiB L2 and a 14 MiB L3): what a line the
+prefetchers cannot bring (a column walk's, a gather's) adds to the work when the shared cache serves it.
 """
 
 from __future__ import annotations
@@ -139,6 +141,20 @@ def _kernel(backend: Any, kind: str, width: int):
 GATHER_NEAR = 4096  # floats of the prefix the comparison reads: 16 KiB, inside any first-level cache
 
 
+def llc_span(private_bytes: float | None, llc_bytes: float | None, count: int) -> int | None:
+    """Floats of a gather span that fits the last-level cache but not a core's private levels: of the powers of two
+    of bytes from twice the private level to half the last, the nearest the geometric mean of the two sizes; None
+    where there is none, or either size is unknown."""
+    if not private_bytes or not llc_bytes or private_bytes <= 0 or llc_bytes <= 0:
+        return None
+    lo, hi = math.ceil(math.log2(2 * private_bytes)), math.floor(math.log2(llc_bytes / 2))
+    if lo > hi:
+        return None
+    mean = 0.5 * (math.log2(private_bytes) + math.log2(llc_bytes))
+    span = (1 << min(range(lo, hi + 1), key=lambda e: (abs(e - mean), e))) // 4
+    return span if 0 < span < count else None
+
+
 def gather_setup(backend: Any, count: int, quick: bool) -> tuple:
     """What every block of the gather runs: (kernel, index buffer, work-items, local size, reads, span), the
     random indices uploaded once."""
@@ -152,15 +168,18 @@ def gather_setup(backend: Any, count: int, quick: bool) -> tuple:
     return build(backend, _program(backend), "gather", {"PER": PER}), index, items, local, n, span
 
 
-def gather_times(backend: Any, buf: Any, out: Any, count: int, quick: bool, setup: tuple | None = None) -> tuple:
-    """One block of the gather's runs: (far, near, reads, span) with far and near the device-time summaries of the
-    reads over the whole array and over the same reads masked to ``GATHER_NEAR`` floats (``setup``:
-    :func:`gather_setup`'s, when already had)."""
+def gather_times(backend: Any, buf: Any, out: Any, count: int, quick: bool, setup: tuple | None = None,
+                 cached: int | None = None) -> tuple:
+    """One block of the gather's runs: (far, near, reads, span, in the cache) with far and near the device-time
+    summaries of the reads over the whole array and over the same reads masked to ``GATHER_NEAR`` floats, and the
+    last the same reads masked to ``cached`` floats (:func:`llc_span`; None without it). ``setup``:
+    :func:`gather_setup`'s, when already had."""
     kernel, index, items, local, n, span = setup if setup is not None else gather_setup(backend, count, quick)
     policy = bench(quick, 0.5, 0.1)
-    far, near = (time_launch(backend, kernel, (items,), local, [buf, index, out, np.uint32(mask), np.float32(-1.0)],
-                             policy).device for mask in (span - 1, GATHER_NEAR - 1))
-    return far, near, n, span
+    masks = (span - 1, GATHER_NEAR - 1) + ((cached - 1,) if cached else ())
+    times = [time_launch(backend, kernel, (items,), local, [buf, index, out, np.uint32(mask), np.float32(-1.0)],
+                         policy).device for mask in masks]
+    return times[0], times[1], n, span, times[2] if cached else None
 
 
 def gather_cost(blocks: list[tuple], llc_bytes: int | None, progress: Progress) -> dict:
@@ -170,7 +189,7 @@ def gather_cost(blocks: list[tuple], llc_bytes: int | None, progress: Progress) 
     ``blocks``: :func:`gather_times` taken at moments seconds apart, the fastest run of each kind over all of them
     (a shared VM's memory slows for seconds at a time: the far reads of one quick calibration's block ran 46 ms
     where eight others' ran 29-37)."""
-    _, _, n, span = blocks[0]
+    _, _, n, span, _ = blocks[0]
     far_min = min(b[0].minimum for b in blocks)
     near_min = min(b[1].minimum for b in blocks)
     far_max = max(b[0].maximum for b in blocks)
@@ -192,6 +211,32 @@ def gather_cost(blocks: list[tuple], llc_bytes: int | None, progress: Progress) 
                   f"({far_min * 1e3:.3g} ms far, {near_min * 1e3:.3g} ms near)")
     return {"gather_s": entry(per, "s", method, (lo, hi), far_s=far_min, near_s=near_min, reads=n,
                               span_bytes=span * 4, far_blocks_s=[b[0].minimum for b in blocks])}
+
+
+def gather_llc_cost(blocks: list[tuple], cached: int, private_bytes: float, progress: Progress) -> dict:
+    """Seconds a random read whose line a core's private levels do not hold but the last-level cache does adds to
+    the same reads near (:func:`gather_cost`'s, the indices masked to ``cached`` floats: :func:`llc_span`), per read
+    that misses a private level of ``private_bytes``, the device full of them: fastest runs over the blocks."""
+    n = blocks[0][2]
+    miss_share = 1.0 - private_bytes / (cached * 4)
+    near_min = min(b[1].minimum for b in blocks)
+    near_max = max(b[1].maximum for b in blocks)
+    at_min = min(b[4].minimum for b in blocks)
+    at_max = max(b[4].maximum for b in blocks)
+    per = (at_min - near_min) / (n * miss_share)
+    lo, hi = max((at_min - near_max) / (n * miss_share), 0.0), (at_max - near_min) / (n * miss_share)
+    method = (f"{n} reads of floats at random indices (streamed from an index array) over {cached * 4 >> 10} KiB "
+              f"minus the same reads masked to {GATHER_NEAR * 4 >> 10} KiB (minimum event times of "
+              f"{sum(b[4].n for b in blocks)} and {sum(b[1].n for b in blocks)} runs in {len(blocks)} blocks), per "
+              f"read, over the share {miss_share:.3f} that misses a private level of {private_bytes / 2**10:.0f} KiB; "
+              f"{PER} independent reads per work-item, summed")
+    if not per > 0:
+        return {"gather_llc_s": failed("s", method, f"the reads in the cache were not slower than the near ones "
+                                                    f"({per:.3g} s)")}
+    say(progress, f"bandwidth: a gathered read the last-level cache serves adds {per * 1e9:.3g} ns "
+                  f"({at_min * 1e3:.3g} ms at {cached * 4 >> 10} KiB, {near_min * 1e3:.3g} ms near)")
+    return {"gather_llc_s": entry(per, "s", method, (lo, hi), cached_s=at_min, near_s=near_min, reads=n,
+                                  span_bytes=cached * 4, private_bytes=private_bytes)}
 
 
 KNEE_SPREAD = 1.25  # the reported cache plus the private levels a CPU's cores add beside a shared last level
@@ -315,7 +360,7 @@ def peak_bps(info: Any) -> float | None:
 
 
 def measure(backend: Any, quick: bool = False, progress: Progress = None,
-            llc_bytes: int | None = None) -> dict[str, Any]:
+            llc_bytes: int | None = None, private_bytes: int | None = None) -> dict[str, Any]:
     info = backend.info
     limit = int(min(info.extra.get("max_mem_alloc_bytes") or info.global_mem_bytes // 4, info.global_mem_bytes // 4))
     llc = llc_bytes or 8 << 20
@@ -359,7 +404,8 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
         return once
 
     gather = gather_setup(backend, count, quick)
-    gathers = [gather_times(backend, bufs[0], out, count, quick, gather)]
+    cached = llc_span(private_bytes, llc_bytes, count) if lay == "contiguous" else None
+    gathers = [gather_times(backend, bufs[0], out, count, quick, gather, cached)]
     timings = engine.interleave([run(kind, width) for kind, width in cases])
     for (kind, width), timing in zip(cases, timings):
         t = timing.device
@@ -380,8 +426,10 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     result.update(working_set_curve(backend, bufs[0], out, count, quick, progress))
     if lay == "contiguous":
         result.update(stream_capacity(backend, bufs[0], out, count, quick, progress))
-    gathers.append(gather_times(backend, bufs[0], out, count, quick, gather))
+    gathers.append(gather_times(backend, bufs[0], out, count, quick, gather, cached))
     result.update(gather_cost(gathers, llc_bytes, progress))
+    if cached:
+        result.update(gather_llc_cost(gathers, cached, float(private_bytes), progress))
     for kind in KINDS:
         ok = {w: e for w, e in by_width[kind].items() if e["status"] == "ok"}
         if ok:

@@ -67,6 +67,9 @@ LOOPFREE_REFERENCE_OPS = 1024  # the looped chain timed beside them: one chain a
 # prices them at (at 2^20, 4 MiB a buffer, the guarded figure moved 1.14..1.71 ns in four rounds on a Zen 3 VM, and
 # 0.73 and 1.57 ns in two calibrations; at 2^22 1.36..1.61 ns, and a guarded copy at 2^27 took about 1.4)
 GUARDED_ITEMS = 1 << 22
+# and past any last-level cache (128 MiB a buffer), as a stream of a large launch runs from DRAM: on a Zen 4 VM the
+# guarded stream took 0.67-1.42 ns a work-item at 2^22 and 1.27-1.58 at 2^25, vadd at 2^27 1.33
+GUARDED_FAR_ITEMS = 1 << 25
 GUARDED_GROUP = 256
 
 
@@ -222,32 +225,36 @@ def guarded_items(backend: Any, quick: bool, progress: Progress = None) -> dict[
     (PoCL 3.0 on a Zen 3 VM ran a guarded copy at 2^27 in 76-79 ms, 2.8-3x its unguarded one; the figures max-plus
     prices such a region's work-items with)."""
     cores = max(1, backend.info.compute_units)
-    say(progress, f"concurrency: {GUARDED_ITEMS} work-items of a stream with and without a bounds guard")
+    say(progress, f"concurrency: {GUARDED_ITEMS} and {GUARDED_FAR_ITEMS} work-items of a stream with and without a "
+                  "bounds guard")
     engine = Engine(bench(quick, 0.3, 0.05).but(min_samples=5))
-    x, y = backend.alloc(4 * GUARDED_ITEMS), backend.alloc(4 * GUARDED_ITEMS)
-
-    def timed(kernel: Any, n: int):
-        args = [x, y, np.int32(n), np.float32(0.999), np.float32(0.001)]
-
-        def once() -> float:
-            event = engine.launch_once(backend, kernel, (GUARDED_ITEMS,), (GUARDED_GROUP,), args)
-            backend.finish()
-            return event.seconds()
-        return once
-
     plain, guarded = (build(backend, GUARDED_SOURCE, name) for name in ("plain", "guarded"))
-    plain_t, guarded_t, skipped_t = engine.interleave([timed(plain, GUARDED_ITEMS), timed(guarded, GUARDED_ITEMS),
-                                                       timed(guarded, 0)])
     out = {}
-    for key, timing, what in (("unguarded_item_s", plain_t, "y[i] = x[i] * a + b"),
-                              ("guarded_item_s", guarded_t, "if (i < n) y[i] = x[i] * a + b"),
-                              ("guard_skip_item_s", skipped_t, "if (i < n) y[i] = x[i] * a + b with n = 0 (every "
-                                                               "work-item skips)")):
-        d = timing.device
-        out[key] = entry(d.model * cores / GUARDED_ITEMS, "s",
-                         f"{what} over {GUARDED_ITEMS} work-items in groups of {GUARDED_GROUP} ({4 * GUARDED_ITEMS >> 20} MiB a buffer), the "
-                         f"10th percentile of the launch's device time x {cores} cores / work-items, the guarded and "
-                         f"unguarded kernels in alternation",
-                         (d.model_ci_low * cores / GUARDED_ITEMS, d.model_ci_high * cores / GUARDED_ITEMS),
-                         n=len(timing.device_s))
+    for items, suffix in ((GUARDED_ITEMS, ""), (GUARDED_FAR_ITEMS, "_far")):
+        x, y = backend.alloc(4 * items), backend.alloc(4 * items)
+
+        def timed(kernel: Any, n: int, x=x, y=y, items=items):
+            args = [x, y, np.int32(n), np.float32(0.999), np.float32(0.001)]
+
+            def once() -> float:
+                event = engine.launch_once(backend, kernel, (items,), (GUARDED_GROUP,), args)
+                backend.finish()
+                return event.seconds()
+            return once
+
+        cases = [("unguarded", plain, items, "y[i] = x[i] * a + b"),
+                 ("guarded", guarded, items, "if (i < n) y[i] = x[i] * a + b")]
+        if not suffix:
+            cases.append(("guard_skip", guarded, 0, "if (i < n) y[i] = x[i] * a + b with n = 0 (every work-item "
+                                                    "skips)"))
+        timings = engine.interleave([timed(kernel, n) for _, kernel, n, _ in cases])
+        for (key, _, _, what), timing in zip(cases, timings):
+            d = timing.device
+            out[f"{key}{suffix}_item_s"] = entry(
+                d.model * cores / items, "s",
+                f"{what} over {items} work-items in groups of {GUARDED_GROUP} ({4 * items >> 20} MiB a buffer), the "
+                f"10th percentile of the launch's device time x {cores} cores / work-items, the guarded and "
+                "unguarded kernels in alternation",
+                (d.model_ci_low * cores / items, d.model_ci_high * cores / items), n=len(timing.device_s))
+        del x, y
     return out

@@ -34,6 +34,20 @@ from gpuprofiler.profile.file import SCHEMA, SCHEMA_VERSION, Profile, method_ver
 SECTIONS = ("launch", "latency", "memory", "bandwidth", "transfer", "instructions")
 
 
+
+def _private_bytes(info, caches) -> int | None:
+    """A CPU core's last private level (its L2): what the operating system reports, else the calibrated knee named
+    L2; None on a GPU, whose L2 is shared."""
+    if info.type != "cpu":
+        return None
+    for c in (info.extra or {}).get("host_caches") or []:
+        if c.get("level") == 2 and c.get("size_bytes"):
+            return int(c["size_bytes"])
+    for c in caches or []:
+        if isinstance(c, dict) and c.get("name") == "L2" and c.get("size_bytes"):
+            return int(c["size_bytes"])
+    return None
+
 def parse_only(text: str | None) -> tuple[str, ...]:
     if not text:
         return SECTIONS
@@ -188,7 +202,8 @@ def calibrate(backend: Any, out_path: Path, quick: bool = False, only: Sequence[
 
     if "bandwidth" in only:
         def bandwidth_section() -> None:
-            data["bandwidth"] = bandwidth.measure(backend, quick, progress, llc_bytes=llc_measured)
+            data["bandwidth"] = bandwidth.measure(backend, quick, progress, llc_bytes=llc_measured,
+                                                  private_bytes=_private_bytes(info, data.get("caches")))
         run("bandwidth", bandwidth_section)
 
     if "transfer" in only:

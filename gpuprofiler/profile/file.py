@@ -141,7 +141,9 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       recorded; "contiguous": one vector per work-item, a CPU's),
                       working_set_curve[] (bytes, Bps), streaming_llc_bytes (where reads fall to memory speed),
                       gather_s (a read at a random address far beyond the caches over the same read near: the
-                      cost of a gathered line's miss with the device full of them); on a CPU streams (sequential
+                      cost of a gathered line's miss with the device full of them), gather_llc_s (CPU: the same
+                      reads over a span the last-level cache holds but a core's private levels do not, per read
+                      that misses them); on a CPU streams (sequential
                       streams a core follows at the speed of one) and stream_curve[] (streams, tile_s, row_s,
                       ratio)
   transfer            htod_Bps, dtoh_Bps (pageable), htod_pinned_Bps, dtoh_pinned_Bps (where the API
@@ -163,7 +165,8 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       chains written out without a loop, which the compiler vectorises across work-items),
                       loopfree_method; guarded_item_s, unguarded_item_s, guard_skip_item_s (CPU entries: a core's
                       time per work-item of y[i] = x[i] * a + b with and without if (i < n) around it, and guarded
-                      with every work-item skipping it)
+                      with every work-item skipping it); guarded_far_item_s, unguarded_far_item_s (the same
+                      streams on buffers past any last-level cache)
   failed              [{key, reason}] every measurement recorded as failed
 Entries: {value, unit, interval: [low, high], method, status: ok|failed, reason?, n?, method_version?}
 Checked on load (a UserError names the key): JSON of at most 32 levels, every number finite, integers within

@@ -308,6 +308,14 @@ class HardwareView:
         return float(guarded.value)
 
     @property
+    def guarded_far_item_s(self) -> float | None:
+        """As :attr:`guarded_item_s`, the stream's buffers past any last-level cache
+        (``concurrency.guarded_far_item_s``): what a large launch's guarded stream takes from DRAM. None where the
+        near figures say the compiler vectorises such regions, or where it was not measured."""
+        fig = self.figure("concurrency.guarded_far_item_s")
+        return float(fig.value) if self.guarded_item_s is not None and fig.ok and fig.value > 0 else None
+
+    @property
     def guard_skip_item_s(self) -> float | None:
         """A CPU core's time per work-item of the guarded stream when no work-item takes the guard
         (``concurrency.guard_skip_item_s``); None where not measured."""

@@ -5,6 +5,8 @@ import json
 import numpy as np
 import pytest
 from conftest import run_cli
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuprofiler.microbench import bandwidth, concurrency, instructions_cl, latency, launch, tlb, transfer
 from gpuprofiler.microbench.common import page_grouped_cycle, random_cycle
@@ -176,7 +178,8 @@ def test_a_gathered_read_costs_more_than_a_near_one(pocl):
     count = 16 << 20
     buf = pocl.to_device(np.random.default_rng(1).random(count, dtype=np.float32))[0]
     out = pocl.alloc(4 << 20)
-    blocks = [bandwidth.gather_times(pocl, buf, out, count, True) for _ in range(2)]
+    cached = 1 << 20  # 4 MiB: past any core's private levels (a 256 KiB one assumed for the share)
+    blocks = [bandwidth.gather_times(pocl, buf, out, count, True, cached=cached) for _ in range(2)]
     got = bandwidth.gather_cost(blocks, 0, None)["gather_s"]
     assert got["status"] == "ok", got
     lo, hi = got["interval"]
@@ -184,6 +187,32 @@ def test_a_gathered_read_costs_more_than_a_near_one(pocl):
     assert got["far_s"] > got["near_s"] and got["span_bytes"] == 64 << 20
     assert got["far_s"] == min(got["far_blocks_s"]) and len(got["far_blocks_s"]) == 2
     assert got["value"] == pytest.approx((got["far_s"] - got["near_s"]) / blocks[0][2], rel=1e-12)
+    # the same reads over 4 MiB, which a last-level cache serves: slower than near, faster than far
+    llc = bandwidth.gather_llc_cost(blocks, cached, 256 << 10, None)["gather_llc_s"]
+    assert llc["status"] == "ok", llc
+    assert got["near_s"] < llc["cached_s"] < got["far_s"] and llc["span_bytes"] == 4 << 20
+    assert llc["value"] == pytest.approx((llc["cached_s"] - llc["near_s"]) / blocks[0][2] / 0.9375, rel=1e-12)
+    assert 0 <= llc["interval"][0] <= llc["value"] <= llc["interval"][1]
+
+
+@given(st.floats(1e4, 1e8), st.floats(1.0, 1e3))
+def test_the_cached_gather_span_lies_between_the_private_level_and_the_last(private, ratio):
+    """A power of two of bytes from twice the private level to half the last level, else none; 4 MiB between a
+    1 MiB L2 and a 14 MiB or 32 MiB L3 (the Zen 4 VM's)."""
+    span = bandwidth.llc_span(private, private * ratio, 1 << 40)
+    powers = [e for e in range(64) if 2 * private <= 2**e <= private * ratio / 2]
+    if not powers:
+        assert span is None
+    else:
+        assert span is not None and (4 * span) in [2**e for e in powers]
+
+
+def test_the_cached_gather_span_of_a_zen4_vm():
+    assert bandwidth.llc_span(1 << 20, 14195198, 1 << 28) == 1 << 20
+    assert bandwidth.llc_span(1 << 20, 32 << 20, 1 << 28) == 1 << 20  # 2^22.5: the smaller of the two nearest
+    assert bandwidth.llc_span(1 << 20, 3 << 20, 1 << 28) is None
+    assert bandwidth.llc_span(None, 32 << 20, 1 << 28) is None
+    assert bandwidth.llc_span(1 << 20, 32 << 20, 1 << 19) is None  # the array is smaller than the span
 
 
 def test_overlap_curve_on_a_cpu(pocl):
@@ -233,13 +262,16 @@ def test_loop_free_chains_run_in_vector_lanes_on_a_cpu(pocl):
 
 
 def test_the_guarded_stream_is_timed_beside_the_unguarded_one_on_a_cpu(pocl):
-    """The three figures max-plus prices a guarded region with. Whether the guard costs the lanes depends on the
-    compiler (PoCL 3.0 on AVX2: 3-4x; masked AVX-512 lanes: about 1x); either way the guarded stream, which does
-    the plain one's work and a compare, is not much faster than it."""
+    """The figures max-plus prices a guarded region with, on buffers a last-level cache holds and past it. Whether
+    the guard costs the lanes depends on the compiler (PoCL 3.0 on AVX2: 3-4x; masked AVX-512 lanes: about 1x);
+    either way the guarded stream, which does the plain one's work and a compare, is not much faster than it."""
     got = concurrency.guarded_items(pocl, quick=True)
-    assert set(got) == {"unguarded_item_s", "guarded_item_s", "guard_skip_item_s"}
+    assert set(got) == {"unguarded_item_s", "guarded_item_s", "guard_skip_item_s", "unguarded_far_item_s",
+                        "guarded_far_item_s"}
     assert all(e["status"] == "ok" and e["n"] >= 3 and "alternation" in e["method"] for e in got.values())
     assert got["guarded_item_s"]["value"] > 0.8 * got["unguarded_item_s"]["value"]
+    assert got["guarded_far_item_s"]["value"] > 0.8 * got["unguarded_far_item_s"]["value"]
+    assert "128 MiB a buffer" in got["guarded_far_item_s"]["method"]
 
 
 def test_a_region_updated_in_place_costs_a_cpu_no_less_than_one_it_may_run_in_lanes(pocl):

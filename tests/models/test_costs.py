@@ -61,3 +61,43 @@ def test_only_a_contiguous_cpu_profile_counts_fills_alone():
     assert cpu_fills_only(view(_contiguous_cpu()))
     assert not cpu_fills_only(view(_profile("CPU")))  # strided figures: every written byte, as measured
     assert not cpu_fills_only(view(_profile("GPU")))
+
+
+def _analysis(scattered: float):
+    """A CPU launch's cache analysis: 1e8 loads missing the L1, 6e7 missing the private L2, 1e6 the shared L3; the
+    L2's misses all of buffer B, ``scattered`` of whose new lines fall in another page than the last."""
+    from types import SimpleNamespace
+
+    from gpuprofiler.models.cache.analysis import CacheAnalysis
+
+    def level(name, misses, shared):
+        return SimpleNamespace(name=name, misses=misses, shared=shared, write_share=0.0, by_array={"B": 1.0})
+
+    levels = [level("L1", 1e8, False), level("L2", 6e7, False), level("L3", 1e6, True)]
+    return SimpleNamespace(levels=levels, order=SimpleNamespace(line_bytes=64),
+                           scattered_share=lambda lv: CacheAnalysis.scattered_share(
+                               SimpleNamespace(scattered={"B": scattered}), lv))
+
+
+def test_scattered_loads_the_shared_cache_serves_are_priced_apart_from_the_served_stream():
+    """The loads missing the last private level but not the last level: those at scattered lines at the profile's
+    gather_llc_s (added to the work), the rest a line each at the L3-range bandwidth (a bound); without the figure
+    every one in the bound, as before."""
+    from gpuprofiler.models.costs import cache_served, scattered_served
+
+    base = {"device": {"type": "cpu", "compute_units": 2}}
+    with_figure = Profile({**base, "bandwidth": {"gather_llc_s": entry(0.6e-9, "s", "gather over 4 MiB")}})
+    without = Profile({**base, "bandwidth": {}})
+    bws = [None, 64e9, 30e9]
+    for share in (0.0, 0.25, 1.0):
+        a = _analysis(share)
+        loads = 6e7 - 1e6
+        added, source = scattered_served(with_figure, a)
+        assert added == pytest.approx(loads * share * 0.6e-9, rel=1e-12)
+        assert (added > 0) == (share > 0) and ("gather_llc_s" in source if share else True)
+        served, _ = cache_served(with_figure, a, bandwidths=bws)
+        assert served == pytest.approx(loads * (1 - share) * 64 / 64e9, rel=1e-12)
+        assert scattered_served(without, a)[0] == 0.0
+        assert cache_served(without, a, bandwidths=bws)[0] == pytest.approx(loads * 64 / 64e9, rel=1e-12)
+    gpu = Profile({"device": {"type": "gpu"}, "bandwidth": {"gather_llc_s": entry(0.6e-9, "s", "x")}})
+    assert scattered_served(gpu, _analysis(1.0))[0] == 0.0

@@ -425,8 +425,9 @@ def scattered_lines(samples: Samples, names: list[str], line_bytes: int,
     buffers (a 2-D tile's rows are as many streams as rows: 34 for a 5-point stencil in 16 x 16 groups, past the
     16-24 a Zen 4 core follows). A new page starts a stream when the unit's next new line in it is the next line
     or the one after, taken while the core still follows the page (a copy whose pages the cores split at 1, 4 or
-    16 KiB measured the same); the first line of a page walked with a larger stride, or touched once, is
-    scattered. Without ``streams``, a new line in another page than the
+    16 KiB measured the same); every line of a page no stream starts in (walked with a larger stride: a column
+    walk's two lines a page at a 2 KiB stride, matmul_naive's B at n = 512) is scattered, and so is a stream's page
+    touched again past the reach. Without ``streams``, a new line in another page than the
     unit's previous new line of that buffer is scattered."""
     far = _beyond_streams(line_bytes, int(streams)) if streams else _page_jumps(line_bytes)
     jumps = np.zeros(len(names))
@@ -454,8 +455,8 @@ def _page_jumps(line_bytes: int):
 
 def _beyond_streams(line_bytes: int, streams: int):
     """Per unit, with a core that follows ``streams`` pages at once: the buffers of its new lines whose page's LRU
-    stack distance among the unit's pages is at least ``streams``, or which is new and no stream's start, and of
-    every new line."""
+    stack distance among the unit's pages is at least ``streams``, or which is new and no stream's start, or in a
+    page where no stream starts; and of every new line."""
     def far(lines: np.ndarray, owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if len(lines) == 0:
             return owner, owner
@@ -474,6 +475,10 @@ def _beyond_streams(line_bytes: int, streams: int):
         step = np.abs(lines[after[has]] - lines[has])
         started[has] = (step <= 2) & (page_dist[after[has]] >= 0) & (page_dist[after[has]] < streams)
         first = start & (((page_dist < 0) & ~started) | (page_dist >= streams))
+        # a page no stream ever started in is a stride's: every new line of it is scattered, not only its first
+        _, page_of = np.unique(pages, return_inverse=True)
+        followed = np.bincount(page_of, weights=started, minlength=int(page_of.max()) + 1) > 0
+        first |= ~followed[page_of]
         return owner[first], owner
     return far
 

@@ -503,7 +503,10 @@ class CacheMissLaw(ScalingModel):
     walking page tables for loads whose page left the TLB (:meth:`~gpuprofiler.models.fractal.misses.MissCost.tlb_s`),
     priced too and added to the work: the profile measured it as what a walk adds to an independent load that hits
     the caches. gesummv on this VM's PoCL, n = 1368 to 3800 (2n pages per work-item's walk): 0.42 to 1.06 ns per
-    element, the TLB curve's 0.38 ns per element at 3000 on top of the cached 0.42 gives 0.80, measured 0.80."""
+    element, the TLB curve's 0.38 ns per element at 3000 on top of the cached 0.42 gives 0.80, measured 0.80. P also
+    holds the loads that miss a core's last private level at lines no prefetcher brings, which the shared cache
+    serves (:meth:`~gpuprofiler.models.fractal.misses.MissCost.scattered_s`), priced at what the profile measured
+    such a read to add, and so left out of Q."""
 
     name = "cache-miss"
     costly = True  # each size it is evaluated at is an analysis of the kernel's address stream
@@ -522,6 +525,11 @@ class CacheMissLaw(ScalingModel):
     def _walks(self, size) -> float:
         walks = getattr(self.memory, "tlb_s", None)
         return float(walks(size)) if walks is not None else 0.0
+
+    def _added(self, size, capacity=None) -> float:
+        """The priced times added to the work: page walks and the scattered loads the shared cache serves."""
+        scattered = getattr(self.memory, "scattered_s", None)
+        return self._walks(size) + (float(scattered(size, capacity)) if scattered is not None else 0.0)
 
     def _served(self, size, capacity=None) -> float:
         served = getattr(self.memory, "served_s", None)
@@ -542,7 +550,7 @@ class CacheMissLaw(ScalingModel):
         x = np.array([self._stall(v) for v in n])
         if np.any(x >= t):
             raise ValueError("cache-miss law: the priced store stalls exceed a measured time")
-        p = np.array([self._walks(v) for v in n])
+        ps = {c: np.array([self._added(v, c) for v in n]) for c in capacities}
         qs = {c: np.array([self._served(v, c) for v in n]) for c in capacities}
         # a shared last level's capacity (MissCost.capacities): the candidate whose law predicts the small sizes left
         # out best (in-sample, the fitted memory scale would bend any candidate to them); on a tie the largest, the
@@ -552,7 +560,8 @@ class CacheMissLaw(ScalingModel):
             scores = []
             for j, c in enumerate(capacities):
                 same = next((i for i in range(j) if np.array_equal(ms[capacities[i]], ms[c])
-                             and np.array_equal(qs[capacities[i]], qs[c])), None)
+                             and np.array_equal(qs[capacities[i]], qs[c])
+                             and np.array_equal(ps[capacities[i]], ps[c])), None)
                 if same is not None:  # the small sizes' misses do not tell this capacity from an earlier one
                     scores.append(scores[same])
                     continue
@@ -560,16 +569,17 @@ class CacheMissLaw(ScalingModel):
                 for i in range(len(n)):
                     keep = np.arange(len(n)) != i
                     try:
-                        coef = self._fit_scale(n[keep], (t - x)[keep], w[keep], ms[c][keep], p[keep], qs[c][keep])
+                        coef = self._fit_scale(n[keep], (t - x)[keep], w[keep], ms[c][keep], ps[c][keep],
+                                               qs[c][keep])
                     except ValueError:
                         errors = [math.inf]
                         break
-                    guess = float(self._model(*coef, w[i], ms[c][i], p[i], qs[c][i])) + x[i]
+                    guess = float(self._model(*coef, w[i], ms[c][i], ps[c][i], qs[c][i])) + x[i]
                     errors.append(abs(guess - t[i]) / t[i])
                 scores.append(loo_score(errors)[0])
             best = min(scores)
             self.capacity_ = max(c for c, score in zip(capacities, scores) if score <= best + 1e-12)
-        m, q = ms[self.capacity_], qs[self.capacity_]
+        m, q, p = ms[self.capacity_], qs[self.capacity_], ps[self.capacity_]
         c0, k, s, r = self._fit_scale(n, t - x, w, m, p, q)
         self.coef_ = np.array([c0, k, s, r])
         fitted = self._model(c0, k, s, r, w, m, p, q) + x
@@ -621,14 +631,17 @@ class CacheMissLaw(ScalingModel):
         c0, k, s, r = self.coef_
         w, m = float(self.work(size)), self._memory(size, self.capacity_)
         x, walks, served = self._stall(size), self._walks(size), self._served(size, self.capacity_)
-        value = float(self._model(c0, k, s, r, w, m, walks, served)) + x
+        added = self._added(size, self.capacity_)
+        value = float(self._model(c0, k, s, r, w, m, added, served)) + x
         if not (math.isfinite(value) and value > 0):
             return float("nan"), float("inf"), {}
-        work = k * w + walks
+        work = k * w + added
         bound = ("memory" if s * m > max(work, r * served) else "lines a later cache serves" if r * served > work
+                 else "work and scattered loads the shared cache serves" if added - walks > 0.1 * k * w
                  else "work and page walks" if walks > 0.1 * k * w else "work")
         return value, math.sqrt(self.s2_rel_ + self.fit_var_), {"c0": float(c0), "k": float(k), "memory_scale": s,
                                                                 "memory_s": s * m, "work_s": k * w, "store_stall_s": x,
                                                                 "page_walks_s": walks, "cache_served_s": r * served,
+                                                                "scattered_served_s": added - walks,
                                                                 "cache_served_scale": r,
                                                                 "last_level_bytes": self.capacity_, "bound": bound}

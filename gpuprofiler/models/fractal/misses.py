@@ -33,7 +33,15 @@ from typing import Any
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.cache.analysis import LLC_SPREAD, CacheAnalysis, analyse, cache_levels
-from gpuprofiler.models.costs import cache_served, level_bandwidths, scattered, store_stalls, tlb_walks
+from gpuprofiler.models.costs import (
+    cache_served,
+    level_bandwidths,
+    llc_level,
+    scattered,
+    scattered_served,
+    store_stalls,
+    tlb_walks,
+)
 from gpuprofiler.models.maxplus.builder import TooLarge
 from gpuprofiler.profile.hardware import view
 
@@ -116,6 +124,15 @@ class MissCost:
         last = _last_level(a, capacity)
         return cache_served(self.profile, a, last, self.bandwidths)[0]
 
+    def scattered_s(self, n: float, capacity: float | None = None) -> float:
+        """Seconds the loads that miss a core's last private level at scattered lines add to the work while the
+        shared cache serves them (:func:`~gpuprofiler.models.costs.scattered_served`); 0 where the analysis failed.
+        ``capacity``: as in :meth:`memory_s`."""
+        a = self.analysis(n)
+        if a is None or not a.levels:
+            return 0.0
+        return scattered_served(self.profile, a, _last_level(a, capacity))[0]
+
     def tlb_s(self, n: float) -> float:
         """Seconds the cores spend on page walks (:func:`~gpuprofiler.models.costs.tlb_walks`: a column walk over
         more pages than the TLB holds); 0 where the analysis failed or the profile has no TLB figures."""
@@ -196,6 +213,10 @@ def regime_costs(cost: MissCost, small: list[int], target: int, law_gap_s: float
                 stall, _ = store_stalls(cost.profile, at_target.levels, only=i)
                 served, _ = cache_served(cost.profile, at_target, bandwidths=getattr(cost, "bandwidths", None), only=i)
                 costs = [f"{_signed(stall)} of stores waiting for the next level"] if stall > 0 else []
+                if i == llc_level(at_target.levels):
+                    added, _ = scattered_served(cost.profile, at_target)
+                    if added > 0:
+                        costs.append(f"{_signed(added)} of loads at scattered lines the shared cache serves")
                 if served > 0:
                     costs.append(f"{served * 1e3:.3g} ms for the next level to serve its loads"
                                  + (f", {_signed(law_gap_s)} over the work law" if law_gap_s is not None else ""))

@@ -40,7 +40,14 @@ import numpy as np
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import Prediction, positive_time
-from gpuprofiler.models.costs import cache_served, launch_costs, store_stalls, tlb_walks
+from gpuprofiler.models.costs import (
+    cache_capacity,
+    cache_served,
+    launch_costs,
+    scattered_served,
+    store_stalls,
+    tlb_walks,
+)
 from gpuprofiler.models.maxplus.graph import Arc, Kernel, KernelGraph, graph_times, height
 from gpuprofiler.models.maxplus.requests import WARP
 from gpuprofiler.models.maxplus.throughput import (
@@ -476,7 +483,8 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
     launch's predicted misses, the cores also wait on its stores that re-miss a private level
     (:func:`~gpuprofiler.models.costs.store_stalls`) and on its page walks (:func:`~gpuprofiler.models.costs.tlb_walks`:
     a load waits for its translation on the core's own time; gesummv at 3000 on a Zen 4 VM: 5 ms of chains, 23 ms
-    of walks, 39 ms measured, where the larger of the two predicted -42%); the time a later cache level needs to
+    of walks, 39 ms measured, where the larger of the two predicted -42%) and on the loads at scattered lines that
+    the shared cache serves (:func:`~gpuprofiler.models.costs.scattered_served`); the time a later cache level needs to
     serve the loads that miss a private level (:func:`~gpuprofiler.models.costs.cache_served`) is in the details,
     a bound of its own beside the chains (the overlap model's ``served``).
     """
@@ -499,6 +507,11 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
     parts = []
     lanes = [vector_lanes(g, hw) for g in timed]
     lane_floor, guard_floor, skip = hw.loopfree_floor_s, hw.guarded_item_s, hw.guard_skip_item_s or 0.0
+    # a launch whose buffers together pass the last-level cache streams them from DRAM: the guarded stream measured so
+    footprint = sum(v for v in kernel.buffers.values() if v) if kernel.buffers else 0.0
+    llc = cache_capacity(hw.profile)
+    if hw.guarded_far_item_s is not None and llc.ok and footprint > llc.value:
+        guard_floor = hw.guarded_far_item_s
     for k, g in enumerate(timed):
         ops = len(g.loops) + sum(a.kind in ACCESSES for a in g.arcs)
         overlap, source = cpu_overlap(hw, float(ops), lanes=lanes[k])
@@ -525,9 +538,11 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
         stall, source = store_stalls(hw.profile, misses.levels)
         served, served_source = cache_served(hw.profile, misses)
         walks, walk_source = tlb_walks(hw.profile, misses)
-        per_group = per_group + (stall + walks) / per_core
+        scattered, scattered_source = scattered_served(hw.profile, misses)
+        per_group = per_group + (stall + walks + scattered) / per_core
         details.update(store_stall_s=stall, store_stall_source=source, cache_served_s=served,
-                       cache_served_source=served_source, tlb_walk_s=walks, tlb_walk_source=walk_source)
+                       cache_served_source=served_source, tlb_walk_s=walks, tlb_walk_source=walk_source,
+                       scattered_served_s=scattered, scattered_served_source=scattered_source)
     return per_group, per_core, details
 
 

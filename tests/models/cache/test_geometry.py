@@ -193,3 +193,26 @@ def test_served_lines_that_bind_at_some_small_sizes_get_their_scale_fitted():
     c0, k, s, r = law.coef_
     assert r == pytest.approx(0.5, rel=1e-3) and k == pytest.approx(1e-6, rel=1e-3)
     assert c0 == pytest.approx(1e-4, rel=1e-2) and s == 1.0
+
+
+def test_scattered_loads_the_shared_cache_serves_add_to_the_work():
+    """The scattered loads' time is added to the work at the target, like the page walks, not a bound beside it;
+    at the small sizes it is taken out of the times before the work is fitted."""
+    from gpuprofiler.models.fractal.laws import CacheMissLaw
+
+    sizes = np.array([100.0, 200.0, 400.0, 800.0])
+
+    class Memory:
+        def __call__(self, n):
+            return 1e-12 * n
+
+        def scattered_s(self, n, capacity=None):
+            return 2e-10 * n**2 if n >= 400 else 0.0
+
+    law = CacheMissLaw(lambda n: n**2, Memory())
+    law._fit(sizes, 1e-4 + 1e-9 * sizes**2 + np.where(sizes >= 400, 2e-10 * sizes**2, 0.0))
+    assert law.coef_[1] == pytest.approx(1e-9, rel=1e-6)
+    value, _, details = law._predict(4000)
+    assert value == pytest.approx(1e-4 + 1.2e-9 * 4000**2, rel=1e-6)
+    assert details["scattered_served_s"] == pytest.approx(3.2e-3, rel=1e-12) and details["page_walks_s"] == 0.0
+    assert details["bound"] == "work and scattered loads the shared cache serves"

@@ -190,8 +190,9 @@ def test_a_tiles_rows_are_streams_a_core_follows_up_to_its_capacity(rows, stream
 
 def test_a_page_starts_a_stream_when_its_next_line_follows_not_when_it_is_strided_or_touched_once():
     """With a core that follows 16 pages: a copy whose pages the cores split (16 consecutive lines of every other
-    page) has no scattered line; a column walk 2 KiB apart (two lines a page, 32 lines apart) has its pages' first
-    lines scattered and the second streamed; a gather's lines, one a page, are all scattered."""
+    page) has no scattered line; a column walk 2 KiB apart (two lines a page, 32 lines apart) starts no stream, and
+    both lines of each page are scattered; a gather's lines, one a page, are all scattered; a page a stream starts
+    in keeps its lines streamed even where the walk reached it with a stride first."""
     def share(lines):
         s = Samples(line_bytes=64)
         s.first_lines.append(np.asarray(lines, np.int64))
@@ -201,9 +202,11 @@ def test_a_page_starts_a_stream_when_its_next_line_follows_not_when_it_is_stride
     split = (128 * np.arange(64)[:, None] + np.arange(16)[None, :]).ravel()
     assert share(split) == 0.0
     column = 32 * np.arange(512)
-    assert share(column) == pytest.approx(0.5)
+    assert share(column) == 1.0
     gather = 64 * np.random.default_rng(1).permutation(4096)[:512]
     assert share(gather) == 1.0
+    late = np.array([5, 20, 21, 22, 23, 64 + 5, 64 + 20, 64 + 21, 64 + 22, 64 + 23])
+    assert share(late) == pytest.approx(0.2)  # each page's first line, reached 15 lines before its stream
 
 
 def test_the_cache_miss_law_counts_a_work_items_accesses_once_and_scales_them_by_the_declared_work():

@@ -79,6 +79,24 @@ def test_a_guarded_stream_costs_the_guarded_figure_per_work_item_on_each_core():
     assert lanes.details["bounds_s"]["latency"] < 0.5 * got.details["bounds_s"]["latency"]
 
 
+def test_a_guarded_stream_past_the_last_level_cache_costs_the_far_figure():
+    """A launch whose buffers together pass the last-level cache (16 MiB here) streams them from DRAM:
+    its guarded work-items cost the guarded stream measured past the cache; a launch whose buffers fit, the near
+    figure; a profile without the far figure, the near one at any size."""
+    far = copy.deepcopy(with_guards().data)
+    far["concurrency"]["guarded_far_item_s"] = entry(3 * GUARDED_S, "s", "test")
+    far["bandwidth"]["streaming_llc_bytes"] = entry(16 << 20, "B", "test")
+    far = Profile(far)
+    cores = view(far).compute_units.value
+    for n, per in ((1 << 18, GUARDED_S), (1 << 21, 3 * GUARDED_S)):  # 5 and 40 MiB of buffers
+        kernel = kernel_of(*GUARDED_VADD, n=n)
+        (frag,) = _chains(kernel, far).details["cpu_chains"]["fragments"]
+        assert frag["item_s"] == pytest.approx(per, rel=1e-12)
+        (near,) = _chains(kernel, with_guards()).details["cpu_chains"]["fragments"]
+        assert near["item_s"] == pytest.approx(GUARDED_S, rel=1e-12)
+        assert _chains(kernel, far).details["bounds_s"]["latency"] >= n / cores * per * (1 - 1e-9)
+
+
 def test_a_region_out_of_lanes_for_another_reason_keeps_its_own_price():
     """The tree reduction's in-place steps run a work-item at a time whatever the guard: the guarded figure does
     not apply to them (their inactive work-items do not load, add and store)."""
