@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from gpuprofiler.cli.common import add_cluster, add_device, cluster_kind, name_list, open_runner, progress, warn
@@ -79,11 +80,22 @@ def _measure(args: argparse.Namespace, models: list[str], outdir: Path, where_to
     """The profile chosen (or calibrated with ``calibrate``), the suite measured through ``where_to`` (a backend,
     or a cluster's runner on devices of ``kind``) and predicted, the report written; ``close`` gives the device or
     cluster back once the measuring is over."""
+    from gpuprofiler.calibrate import regather
     from gpuprofiler.profile.hardware import view
     from gpuprofiler.validate import suite
 
+    def calibrate_here(out, **kw):
+        """A calibration for this run, its gathered reads to be drawn again once the measuring is over."""
+        made = calibrate(out, **kw)
+        made.data[regather.PLANNED] = True
+        made.save(out)
+        return made
+
     try:
-        profile, profile_name = choose(args, outdir, info, calibrate)
+        profile, profile_name = choose(args, outdir, info, calibrate_here)
+        own = regather.planned(profile) and Path(profile_name) == outdir / "profile.json"
+        again = functools.partial(regather.regather, calibrate, path=outdir / "profile.json", quick=args.quick,
+                                  say=progress) if own else None
         described = view(profile).name
         mismatch = (f"the profile describes {described}; the measurements are of {info.name}"
                     if described != info.name else None)
@@ -91,7 +103,8 @@ def _measure(args: argparse.Namespace, models: list[str], outdir: Path, where_to
             progress(f"note: {mismatch}")
         try:
             results = suite.run(where_to, args.suite, outdir, profile, models, args.quick, args.fresh, progress,
-                                args.items, spec_sizes=args.spec_sizes, isolate=None, kind=kind)
+                                args.items, spec_sizes=args.spec_sizes, isolate=None, kind=kind,
+                                after_measuring=again)
         except KeyboardInterrupt:
             progress(f"interrupted: finished measurements are kept in {outdir / 'measurements.jsonl'}; rerun to resume")
             return 130
@@ -106,6 +119,8 @@ def _measure(args: argparse.Namespace, models: list[str], outdir: Path, where_to
         f"{reused} of {sum(res.measurements for res in results)} measurement(s) reused from an earlier run "
         "(see the command in each record of measurements.jsonl)" if reused else
         "every measurement taken by this run"] + ([mismatch] if mismatch else [])
+    drawn = regather.describe(profile)
+    notes += [drawn] if drawn else []
     return _write(args, models, outdir, results, info.name, device_id, profile_name, notes)
 
 

@@ -249,7 +249,7 @@ def check_models(models: list[str] | None) -> list[str]:
 def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: list[str] | None = None,
         quick: bool = False, fresh: bool = False, say: Callable[[str], None] = lambda m: None,
         items: list[str] | None = None, spec_sizes: bool = False, isolate: bool | None = False,
-        kind: str | None = None) -> list[ItemResult]:
+        kind: str | None = None, after_measuring: Callable[[Any], Any] | None = None) -> list[ItemResult]:
     """Measure and predict every item of the suite; returns per-item results (rows for predictions.csv).
 
     ``runner``: where the measurements run (a :class:`~gpuprofiler.measure.runners.base.Runner`; a backend: this
@@ -258,7 +258,9 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
 
     The small sizes of each item are those ``extrapolate`` recommends for its targets (hardware-aware, from the
     profile: :func:`~gpuprofiler.models.fractal.regimes.recommended_small`), or with ``spec_sizes`` the item's
-    own ``small`` list."""
+    own ``small`` list. ``after_measuring`` (the profile -> the profile) runs once the measuring is over, before
+    the predictions: validate's own calibration has its gathered reads drawn again
+    (:mod:`gpuprofiler.calibrate.regather`)."""
     models = check_models(models)
     if not isinstance(runner, Runner):
         runner = SequentialRunner(runner, isolate)
@@ -291,6 +293,8 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
     if failed:
         raise DeviceError(f"{len(failed)} measurement task(s) failed: " + "; ".join(str(f) for f in failed[:5])
                           + ("; ..." if len(failed) > 5 else ""))
+    if after_measuring is not None:
+        profile = after_measuring(profile)
     jobs = []
     for path, item, digest, small, notes in plan:
         name = getattr(item, "name", path.stem)
