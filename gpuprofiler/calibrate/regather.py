@@ -86,8 +86,9 @@ def pooled(first: dict[str, Any], second: dict[str, Any]) -> tuple[dict[str, Any
 def regather(calibrate: Callable[..., Profile], profile: Profile, path: Path, quick: bool,
              say: Callable[[str], None] = lambda m: None) -> Profile:
     """The profile with its bandwidth section measured again (``calibrate(out, quick=, only=, resume=)``) and its
-    gathered-read figures kept from the faster draw, the rest of the section from the first; recorded under
-    ``gather_draws`` and saved to ``path``. A failed second draw leaves the first as it was."""
+    gathered-read figures from the fastest runs of both draws (:func:`pooled`), the rest of the section the
+    first's; recorded under ``gather_draws`` and saved to ``path``. A failed second draw leaves the first as it
+    was."""
     data = profile.data
     if "bandwidth" not in sections_done(data) or not isinstance(data.get("bandwidth"), dict):
         return profile
@@ -96,7 +97,7 @@ def regather(calibrate: Callable[..., Profile], profile: Profile, path: Path, qu
     base = copy.deepcopy({k: v for k, v in data.items() if k not in ("gather_draws", PLANNED, "bandwidth")})
     base["sections_done"] = [s for s in sections_done(data) if s != "bandwidth"]
     scratch = path.with_name(path.stem + ".gathers.json")
-    say("drawing the calibration's gathered reads again (the faster draw of each kept)")
+    say("drawing the calibration's gathered reads again (the fastest runs of both draws pooled)")
     try:
         other = calibrate(scratch, quick=quick, only=("bandwidth",), resume=Profile(base)).data
         second = other.get("bandwidth") if isinstance(other.get("bandwidth"), dict) else {}
