@@ -379,7 +379,7 @@ def scattered_served(profile, analysis, last=None) -> tuple[float, str]:
     such a read added to the same reads hitting a private level, the device full of them. Added to the work, not a
     bound beside it, as the microbenchmark measures it (the same summed reads, near and in the cache, one add of a
     work-item's chain per read). On a Zen 4 VM's PoCL, matmul_naive at n = 512, whose column walk of B crowds 64 of
-    the L2's 2048 sets: 0.60-0.84 ns each in two quick calibrations, 1.1e8 such loads (0.8 per n^3), 1.00-1.04 ns
+    the L2's 2048 sets: 0.54-1.06 ns each in eight quick draws, 1.1e8 such loads (0.8 per n^3), 1.00-1.04 ns
     per n^3 measured against 0.52 at 496 and 528. A longer chain per load may hide more of it: on the Zen 3 VM the
     crowded lines added 0.17-0.21 ns per n^3 to matmul_naive and 0.88-0.91 to the same loads summed into four
     chains (``results/pocl-pthread-amd-epyc/zen3/matmul_mm4/``). ``last``: as in :func:`cache_served`. 0 off a CPU
