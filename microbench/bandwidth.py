@@ -360,7 +360,8 @@ def peak_bps(info: Any) -> float | None:
 
 
 def measure(backend: Any, quick: bool = False, progress: Progress = None,
-            llc_bytes: int | None = None, private_bytes: int | None = None) -> dict[str, Any]:
+            llc_bytes: int | None = None, private_bytes: int | None = None,
+            shared_bytes: int | None = None) -> dict[str, Any]:
     info = backend.info
     limit = int(min(info.extra.get("max_mem_alloc_bytes") or info.global_mem_bytes // 4, info.global_mem_bytes // 4))
     llc = llc_bytes or 8 << 20
@@ -404,7 +405,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
         return once
 
     gather = gather_setup(backend, count, quick)
-    cached = llc_span(private_bytes, llc_bytes, count) if lay == "contiguous" else None
+    cached = llc_span(private_bytes, shared_bytes or llc_bytes, count) if lay == "contiguous" else None
     gathers = [gather_times(backend, bufs[0], out, count, quick, gather, cached)]
     timings = engine.interleave([run(kind, width) for kind, width in cases])
     for (kind, width), timing in zip(cases, timings):

@@ -157,3 +157,25 @@ def test_validate_draws_again_only_the_calibration_it_made(tmp_path, monkeypatch
     given = argparse.Namespace(**{**vars(args), "profile": str(POCL_PROFILE)})
     assert cli._measure(given, [], tmp_path / "other", None, device, device.id, calibrate, lambda: None) == 0
     assert seen[1:] == [None, None] and len(calls) == 2
+
+
+def test_the_cached_gathers_span_takes_the_caches_the_operating_system_reports():
+    """The private level and the last one for the cached gather's span: the host's L2 and L3 where reported (a
+    calibrated L3 knee at 2.9 MiB leaves no span beside a 1 MiB L2), else the calibrated ones; none on a GPU."""
+    from types import SimpleNamespace
+
+    from gpuprofiler.calibrate.driver import _private_bytes, _shared_bytes
+    from gpuprofiler.microbench.bandwidth import llc_span
+
+    host = [{"level": 1, "size_bytes": 32 << 10}, {"level": 2, "size_bytes": 1 << 20},
+            {"level": 3, "size_bytes": 32 << 20}]
+    cpu = SimpleNamespace(type="cpu", extra={"host_caches": host})
+    calibrated = [{"name": "L1", "size_bytes": 44410}, {"name": "L2", "size_bytes": 755000},
+                  {"name": "L3", "size_bytes": 3051356}]
+    assert _private_bytes(cpu, calibrated) == 1 << 20 and _shared_bytes(cpu, 3051356) == 32 << 20
+    assert llc_span(_private_bytes(cpu, calibrated), _shared_bytes(cpu, 3051356), 1 << 28) == 1 << 20  # 4 MiB
+    assert llc_span(755000, 3051356, 1 << 28) is None  # the calibrated knees alone
+    bare = SimpleNamespace(type="cpu", extra={})
+    assert _private_bytes(bare, calibrated) == 755000 and _shared_bytes(bare, 3051356) == 3051356
+    gpu = SimpleNamespace(type="gpu", extra={})
+    assert _private_bytes(gpu, calibrated) is None
