@@ -26,6 +26,7 @@ from gpuprofiler.profile.file import Profile
 
 FIGURES = ("gather_s", "gather_llc_s")
 PLANNED = "gathers_planned"  # set on a profile validate calibrated: its gathers are to be drawn again
+FAR = {"gather_s": "far_s", "gather_llc_s": "cached_s"}  # each figure's runs that carry the misses
 
 
 def _ok(node: Any) -> bool:
@@ -36,9 +37,6 @@ def _ok(node: Any) -> bool:
 def planned(profile: Profile) -> bool:
     """Whether the profile's gathers are still to be drawn again (validate calibrated it, no second draw yet)."""
     return bool(profile.data.get(PLANNED)) and not profile.data.get("gather_draws")
-
-
-FAR = {"gather_s": "far_s", "gather_llc_s": "cached_s"}  # each figure's runs that carry the misses
 
 
 def _runs(node: Any, key: str) -> tuple[float, float] | None:

@@ -365,11 +365,15 @@ def llc_level(levels) -> int | None:
     return None
 
 
+def _served_loads(lv, last) -> float:
+    """Loads per launch that miss private level ``lv`` but not the last level: a later cache serves them."""
+    return max(0.0, lv.misses * (1.0 - lv.write_share) - last.misses)
+
+
 def _scattered_loads(analysis, i: int, last) -> float:
     """Loads per launch that miss private level ``i`` but not the last level, at lines no prefetcher brings."""
     lv = analysis.levels[i]
-    loads = max(0.0, lv.misses * (1.0 - lv.write_share) - last.misses)
-    return loads * analysis.scattered_share(lv)
+    return _served_loads(lv, last) * analysis.scattered_share(lv)
 
 
 def scattered_served(profile, analysis, last=None) -> tuple[float, str]:
@@ -424,7 +428,7 @@ def cache_served(profile, analysis, last=None, bandwidths=None, only: int | None
         bw = bws[i] if bws and i < len(bws) else None
         if lv.shared or not bw or (only is not None and i != only):
             continue
-        loads = max(0.0, lv.misses * (1.0 - lv.write_share) - last.misses)
+        loads = _served_loads(lv, last)
         if i == apart:
             loads -= _scattered_loads(analysis, i, last)
         if loads > 0:
