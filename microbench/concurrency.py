@@ -28,7 +28,7 @@ import numpy as np
 
 from gpuprofiler.measure.engine import Engine, time_launch
 from gpuprofiler.measure.policy import bench
-from gpuprofiler.microbench.common import Progress, say
+from gpuprofiler.microbench.common import Progress, say, written_buffer
 from gpuprofiler.microbench.source import build
 from gpuprofiler.profile.file import entry
 
@@ -223,7 +223,8 @@ def guarded_items(backend: Any, quick: bool, progress: Progress = None) -> dict[
     guarded with every work-item skipping it, in alternation, on buffers past a core's private caches: whether the OpenCL
     compiler still runs a region in vector lanes when its loads and stores run under a condition on the work-item
     (PoCL 3.0 on a Zen 3 VM ran a guarded copy at 2^27 in 76-79 ms, 2.8-3x its unguarded one; the figures max-plus
-    prices such a region's work-items with)."""
+    prices such a region's work-items with). The buffers are written first, as a kernel's data is
+    (:func:`~gpuprofiler.microbench.common.written_buffer`)."""
     cores = max(1, backend.info.compute_units)
     say(progress, f"concurrency: {GUARDED_ITEMS} and {GUARDED_FAR_ITEMS} work-items of a stream with and without a "
                   "bounds guard")
@@ -231,7 +232,7 @@ def guarded_items(backend: Any, quick: bool, progress: Progress = None) -> dict[
     plain, guarded = (build(backend, GUARDED_SOURCE, name) for name in ("plain", "guarded"))
     out = {}
     for items, suffix in ((GUARDED_ITEMS, ""), (GUARDED_FAR_ITEMS, "_far")):
-        x, y = backend.alloc(4 * items), backend.alloc(4 * items)
+        x, y = (written_buffer(backend, 4 * items, np.float32) for _ in range(2))
 
         def timed(kernel: Any, n: int, x=x, y=y, items=items):
             args = [x, y, np.int32(n), np.float32(0.999), np.float32(0.001)]

@@ -25,7 +25,7 @@ import numpy as np
 
 from gpuprofiler.measure.engine import time_launch
 from gpuprofiler.measure.policy import bench
-from gpuprofiler.microbench.common import Progress, say
+from gpuprofiler.microbench.common import Progress, say, written_buffer
 from gpuprofiler.microbench.source import build
 from gpuprofiler.profile.file import entry, failed
 
@@ -53,13 +53,6 @@ def layouts(pages: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     spread = (rng.permutation(pages).astype(np.uint32) * np.uint32(lines_per_page)
               + rng.integers(0, lines_per_page, pages).astype(np.uint32)) * np.uint32(words_per_line)
     return {"packed": packed, "spread": spread}
-
-
-def written_buffer(backend: Any, nbytes: int) -> Any:
-    """A device buffer of ``nbytes`` whose every page the process wrote: pages only ever read may all map one shared
-    zero page, which a kernel's data never does (on a Zen 4 VM that hid about two thirds of the walks' cost at
-    2896-4096 pages)."""
-    return backend.to_device(np.ones(nbytes // 4, np.uint32))[0]
 
 
 def per_access(backend: Any, kernel: Any, buf: Any, out: Any, offsets: dict[str, np.ndarray], policy: Any,

@@ -18,8 +18,9 @@ import numpy as np
 from gpuprofiler import __version__
 from gpuprofiler.device import open_backend
 from gpuprofiler.measure.policy import bench
+from gpuprofiler.microbench.common import written_buffer
 from gpuprofiler.microbench.source import build
-from gpuprofiler.microbench.tlb import SOURCE, per_access, written_buffer
+from gpuprofiler.microbench.tlb import SOURCE, per_access
 
 PAGE_WORDS, LINE_WORDS = 1024, 16
 

@@ -17,8 +17,9 @@ import numpy as np
 from gpuprofiler import __version__
 from gpuprofiler.device import open_backend
 from gpuprofiler.measure.policy import bench
+from gpuprofiler.microbench.common import written_buffer
 from gpuprofiler.microbench.source import build
-from gpuprofiler.microbench.tlb import PAGE_BYTES, PAGES, SOURCE, layouts, per_access, written_buffer
+from gpuprofiler.microbench.tlb import PAGE_BYTES, PAGES, SOURCE, layouts, per_access
 
 
 def main(argv: list[str]) -> int:

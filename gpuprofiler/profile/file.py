@@ -69,11 +69,15 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
                      "written, 1.0 against 3.5-3.9 at 4096)"),
     "tlb.miss_s": (2, "as tlb.curve"),
     "tlb.reach_pages": (2, "as tlb.curve"),
-    "concurrency.guarded_item_s": (2, "2^22 work-items, 16 MiB a buffer (v1: 2^20, 4 MiB, which a core's caches "
-                                      "nearly hold: the guarded figure read 0.73 and 1.57 ns in two calibrations on a "
-                                      "Zen 3 VM, 1.36..1.61 at 2^22)"),
-    "concurrency.unguarded_item_s": (2, "as concurrency.guarded_item_s"),
-    "concurrency.guard_skip_item_s": (2, "as concurrency.guarded_item_s"),
+    "concurrency.guarded_item_s": (3, "2^22 work-items, 16 MiB a buffer, written before the streams read it (v2: "
+                                      "never written, so its reads could come from one shared zero page: on a Zen 4 "
+                                      "VM the guarded stream past the L3 read 0.83 ns a work-item against 1.12 "
+                                      "written; v1: 2^20, 4 MiB, which a core's caches nearly hold: the guarded "
+                                      "figure read 0.73 and 1.57 ns in two calibrations on a Zen 3 VM)"),
+    "concurrency.unguarded_item_s": (3, "as concurrency.guarded_item_s"),
+    "concurrency.guard_skip_item_s": (3, "as concurrency.guarded_item_s"),
+    "concurrency.guarded_far_item_s": (2, "as concurrency.guarded_item_s v3, 128 MiB a buffer (v1: never written)"),
+    "concurrency.unguarded_far_item_s": (2, "as concurrency.guarded_far_item_s"),
     "latency_curve": (2, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
                          "the modelling figure; the sizes from a quarter of the last level to its size pooled over "
                          "three passes (v1: chases shorter than the cycle found part of it cold in the shorter run "

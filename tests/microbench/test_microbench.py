@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuprofiler.microbench import bandwidth, concurrency, instructions_cl, latency, launch, tlb, transfer
-from gpuprofiler.microbench.common import page_grouped_cycle, random_cycle
+from gpuprofiler.microbench.common import page_grouped_cycle, random_cycle, written_buffer
 from gpuprofiler.microbench.instructions_cl import latency_from_times
 from gpuprofiler.profile.file import load_profile
 
@@ -272,6 +272,16 @@ def test_the_guarded_stream_is_timed_beside_the_unguarded_one_on_a_cpu(pocl):
     assert got["guarded_item_s"]["value"] > 0.8 * got["unguarded_item_s"]["value"]
     assert got["guarded_far_item_s"]["value"] > 0.8 * got["unguarded_far_item_s"]["value"]
     assert "128 MiB a buffer" in got["guarded_far_item_s"]["method"]
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.float32])
+def test_a_written_buffer_holds_ones_on_every_page(pocl, dtype):
+    """The streams' buffers hold data, as a kernel's do: a never-written buffer's reads may all come from one
+    zero page."""
+    nbytes = 3 * 4096 + 8
+    back = np.zeros(nbytes // 4, dtype)
+    pocl.from_device(written_buffer(pocl, nbytes, dtype), back)
+    assert back.dtype == dtype and np.array_equal(back, np.ones(nbytes // 4, dtype))
 
 
 def test_a_region_updated_in_place_costs_a_cpu_no_less_than_one_it_may_run_in_lanes(pocl):

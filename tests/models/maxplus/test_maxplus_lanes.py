@@ -126,7 +126,13 @@ def test_each_barrier_costs_what_the_region_after_it_is():
     d = predict(kernel, p, 1 << 16, 1 << 16).details["cpu_chains"]
     vec, scalar = p.values["t_bar"] * 256 / 64, 7e-8 * 256 / 64
     frags = d["fragments"]
-    paths = sum(256 * f["path_s"] / f["overlap"] for f in frags)
+    # out of the lanes, only the work-items the guard lets in run a tree step: half the group, then a quarter
+    shares = [g.guard_share if g.guarded and not f["lanes"] else 1.0
+              for g, f in zip([g for g in kernel.fragments if g.outputs], frags)]
+    assert [s for s, f in zip(shares, frags) if not f["lanes"]] == [0.5 ** k for k in range(1, 9)]
+    paths = sum(256 * s * f["path_s"] / f["overlap"] for s, f in zip(shares, frags))
+    assert [f["item_s"] for f in frags[1:-1]] == pytest.approx([s * f["path_s"] / f["overlap"]
+                                                                for s, f in zip(shares[1:-1], frags[1:-1])], rel=1e-12)
     lanes_after = sum(f["lanes"] for f in frags[1:])
     want = paths + lanes_after * vec + (len(frags) - 1 - lanes_after) * scalar
     per_group = predict(kernel, p, 1 << 16, 1 << 16).details["batch_s"]
