@@ -16,6 +16,7 @@ from gpuprofiler.device.base import (
     Kernel,
     check_launches,
     host_caches,
+    mmap_buffers,
     page_batch,
     round_up,
 )
@@ -144,6 +145,8 @@ class OpenCLBackend(Backend):
                                 "see `gpuprofiler devices`") from None
         self.device = device
         self.info = info or describe(platform_index, device_index, device)
+        if self.info.type == "cpu" and (threshold := mmap_buffers()) is not None:
+            self.info.extra["buffers_mmapped_from_bytes"] = threshold
         self.context = cl.Context([device])
         self.queue = cl.CommandQueue(self.context, device, properties=cl.command_queue_properties.PROFILING_ENABLE)
         self._programs: dict[tuple, cl.Program] = {}

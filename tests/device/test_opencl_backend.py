@@ -67,3 +67,30 @@ def test_unknown_device_ids():
     for bad in ("opencl:9:9", "gpu0", "cuda"):
         with pytest.raises(UserError):
             open_backend(bad)
+
+
+class _Libc:
+    def __init__(self, answer):
+        self.answer, self.calls = answer, []
+
+    def mallopt(self, param, value):
+        self.calls.append((param, value))
+        return self.answer
+
+
+def test_the_host_allocator_maps_buffers_from_the_threshold():
+    """glibc's mallopt(M_MMAP_THRESHOLD) is asked for the threshold; a refusal or no mallopt gives None."""
+    from gpuprofiler.device.base import BUFFER_MMAP_BYTES, M_MMAP_THRESHOLD, mmap_buffers
+
+    libc = _Libc(1)
+    assert mmap_buffers(1 << 20, libc) == 1 << 20 and libc.calls == [(M_MMAP_THRESHOLD, 1 << 20)]
+    assert mmap_buffers(1 << 20, _Libc(0)) is None
+    assert mmap_buffers(1 << 20, object()) is None
+    assert BUFFER_MMAP_BYTES == 1 << 20
+
+
+def test_a_cpu_devices_buffers_are_mapped_as_a_large_targets_are():
+    """Opening the PoCL device sets the threshold in this process (glibc) and records it with the device."""
+    backend = open_backend()
+    assert backend.info.type == "cpu"
+    assert backend.info.extra.get("buffers_mmapped_from_bytes") == 1 << 20
