@@ -121,7 +121,6 @@ def page_grouped_cycle(count: int, rng: np.random.Generator, stride: int = 16, l
     return nxt
 
 
-
 def written_buffer(backend: Any, nbytes: int, dtype: Any = np.uint32) -> Any:
     """A device buffer of ``nbytes`` of ones of ``dtype`` whose every page the process wrote: pages only ever read
     may all map one shared zero page, which a kernel's data never does. On a Zen 4 VM's PoCL that hid about two

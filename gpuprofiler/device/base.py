@@ -53,7 +53,7 @@ def mmap_buffers(threshold: int = BUFFER_MMAP_BYTES, libc: Any = None) -> int | 
     """Have the host's allocator (glibc) map every allocation of ``threshold`` bytes or more from the operating
     system, as it always maps those past 32 MiB: a CPU device's buffers are the host's allocations, and glibc
     serves those below its moving threshold (128 KiB, rising with the process's frees up to 32 MiB) from its heap.
-    On the Zen 4 VM's PoCL, vadd over heap buffers (4.2M-7.6M items) took 0.74-0.79 ns a work-item against 0.59-0.63
+    On the Zen 4 VM's PoCL, vadd over heap buffers (4.2M-7.6M items) took 0.74-0.91 ns a work-item against 0.59-0.63
     mapped, the 2^27 target's: the small sizes then run as a large target does. Returns the threshold set, or None
     where there is no glibc."""
     if libc is None:

@@ -269,12 +269,14 @@ class Builder:
 
     def _guarded(self) -> None:
         """An access under a condition on the work-item marks the fragment guarded, with the share of the followed
-        work-items that take it."""
+        work-items that take it; every access counts towards the share that makes any (``access_share``)."""
         if not self.guards:
+            self.g.access_share = 1.0
             return
         valid = self.sample.valid
         share = float((self.mask & valid).sum() / max(1, valid.sum()))
         self.g.guard_share = share if not self.g.guarded else max(self.g.guard_share, share)
+        self.g.access_share = max(self.g.access_share, share)
         self.g.guarded = True
 
     def local_info(self, array: Array, index) -> dict[str, Any]:

@@ -44,6 +44,9 @@ class KernelGraph:
     # OpenCL compiler may then run its work-items one at a time (``concurrency.guarded_item_s`` in the profile)
     guarded: bool = False
     guard_share: float = 1.0  # the share of the followed work-items that take the guarded accesses (the most of any)
+    # the share of the followed work-items that make any of its accesses (1 where one is unguarded): out of the lanes,
+    # the others run none of the region (a tree reduction's step ``if (l < k) s[l] += s[l + k]``)
+    access_share: float = 0.0
 
     @property
     def size(self) -> int:

@@ -516,9 +516,10 @@ def _cpu_chains(kernel: Kernel, plist: list[Parameters], work_items: int, barrie
         ops = len(g.loops) + sum(a.kind in ACCESSES for a in g.arcs)
         overlap, source = cpu_overlap(hw, float(ops), lanes=lanes[k])
         path = _fragment_times(g, kernel, "overlap", cached)
-        # out of the lanes, a work-item its guard turns away runs none of the region's operations (its turn of the
-        # region's loop is in the barrier's figure): a tree reduction's steps take half the group, then a quarter
-        share = g.guard_share if g.guarded and not lanes[k] else 1.0
+        # out of the lanes, a work-item its guard turns away from every access runs none of the region's operations
+        # (its turn of the region's loop is in the barrier's figure): a tree reduction's steps take half the group,
+        # then a quarter; a region with an unguarded access runs for every work-item
+        share = (g.access_share or 1.0) if g.guarded and not lanes[k] else 1.0
         per_item = share * path / overlap
         # a region in vector lanes costs at least the loop-free curve's least per work-item; one that only its
         # guard keeps out of them, the guarded stream's per work-item that takes it and the skipped stream's per

@@ -127,7 +127,7 @@ def test_each_barrier_costs_what_the_region_after_it_is():
     vec, scalar = p.values["t_bar"] * 256 / 64, 7e-8 * 256 / 64
     frags = d["fragments"]
     # out of the lanes, only the work-items the guard lets in run a tree step: half the group, then a quarter
-    shares = [g.guard_share if g.guarded and not f["lanes"] else 1.0
+    shares = [g.access_share if g.guarded and not f["lanes"] else 1.0
               for g, f in zip([g for g in kernel.fragments if g.outputs], frags)]
     assert [s for s, f in zip(shares, frags) if not f["lanes"]] == [0.5 ** k for k in range(1, 9)]
     paths = sum(256 * s * f["path_s"] / f["overlap"] for s, f in zip(shares, frags))
@@ -138,6 +138,20 @@ def test_each_barrier_costs_what_the_region_after_it_is():
     per_group = predict(kernel, p, 1 << 16, 1 << 16).details["batch_s"]
     assert per_group == pytest.approx(want, rel=1e-12)
 
+
+
+def test_a_region_with_an_unguarded_access_runs_for_every_work_item():
+    """Out of the lanes, only a region whose every access is guarded is scaled by the share that makes one: an
+    in-place update every work-item makes, then one work-item's store, costs the whole group's path."""
+    prof = contiguous(scalar_barrier=7e-8)
+    kernel = kernel_of("__local float s[257]; int l = get_local_id(0); s[l] = a[i]; barrier(CLK_LOCAL_MEM_FENCE);"
+                       " s[l] += s[l + 1]; if (l == 0) c[get_group_id(0)] = s[0];",
+                       "__global const float *a, __global float *c, int n")
+    timed = [g for g in kernel.fragments if g.outputs]
+    assert timed[1].guarded and timed[1].guard_share == pytest.approx(1 / 256) and timed[1].access_share == 1.0
+    frag = predict(kernel, parameters(prof, kernel), 1 << 16, 1 << 16).details["cpu_chains"]["fragments"][1]
+    assert not frag["lanes"]
+    assert frag["item_s"] == pytest.approx(frag["path_s"] / frag["overlap"], rel=1e-12)
 
 # ---- DRAM: what the cores wait to read ------------------------------------------------------------------------------
 
