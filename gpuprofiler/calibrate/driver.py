@@ -34,28 +34,33 @@ from gpuprofiler.profile.file import SCHEMA, SCHEMA_VERSION, Profile, method_ver
 SECTIONS = ("launch", "latency", "memory", "bandwidth", "transfer", "instructions")
 
 
+def _reported_bytes(info, least: int, most: int) -> int | None:
+    """The size of the highest data cache of levels ``least`` .. ``most`` that the operating system reports for a
+    CPU device's host (``host_caches``), or None."""
+    found = [c for c in (info.extra or {}).get("host_caches") or []
+             if least <= c.get("level", 0) <= most and c.get("size_bytes")]
+    return int(max(found, key=lambda c: c["level"])["size_bytes"]) if found else None
+
 
 def _private_bytes(info, caches) -> int | None:
     """A CPU core's last private level (its L2): what the operating system reports, else the calibrated knee named
     L2; None on a GPU, whose L2 is shared."""
     if info.type != "cpu":
         return None
-    for c in (info.extra or {}).get("host_caches") or []:
-        if c.get("level") == 2 and c.get("size_bytes"):
-            return int(c["size_bytes"])
+    reported = _reported_bytes(info, 2, 2)
+    if reported:
+        return reported
     for c in caches or []:
         if isinstance(c, dict) and c.get("name") == "L2" and c.get("size_bytes"):
             return int(c["size_bytes"])
     return None
 
+
 def _shared_bytes(info, measured) -> int | None:
     """A CPU's last-level cache for the span of the gather it serves: what the operating system reports (the
     latency curve's last knee moves with the other tenants: 2.9 to 22.9 MiB of a 32 MiB L3 in one night's quick
     calibrations on a Zen 4 VM, and at 2.9 no span fits between it and the 1 MiB L2), else the calibrated one."""
-    levels = [c for c in (info.extra or {}).get("host_caches") or [] if c.get("level", 0) >= 3 and c.get("size_bytes")]
-    if levels:
-        return int(max(levels, key=lambda c: c["level"])["size_bytes"])
-    return int(measured) if measured else None
+    return _reported_bytes(info, 3, 99) or (int(measured) if measured else None)
 
 
 def parse_only(text: str | None) -> tuple[str, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import functools
 import itertools
 import os
 import re
@@ -49,6 +50,19 @@ M_MMAP_THRESHOLD = -3
 BUFFER_MMAP_BYTES = 1 << 20
 
 
+@functools.lru_cache(maxsize=1)
+def _libc() -> Any:
+    """The C library, loaded once (finding it runs ``ldconfig``); None where there is none to load."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        name = ctypes.util.find_library("c")
+        return ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+
+
 def mmap_buffers(threshold: int = BUFFER_MMAP_BYTES, libc: Any = None) -> int | None:
     """Have the host's allocator (glibc) map every allocation of ``threshold`` bytes or more from the operating
     system, as it always maps those past 32 MiB: a CPU device's buffers are the host's allocations, and glibc
@@ -56,16 +70,7 @@ def mmap_buffers(threshold: int = BUFFER_MMAP_BYTES, libc: Any = None) -> int | 
     On the Zen 4 VM's PoCL, vadd over heap buffers (4.2M-7.6M items) took 0.74-0.91 ns a work-item against 0.59-0.63
     mapped, the 2^27 target's: the small sizes then run as a large target does. Returns the threshold set, or None
     where there is no glibc."""
-    if libc is None:
-        try:
-            import ctypes
-            import ctypes.util
-
-            name = ctypes.util.find_library("c")
-            libc = ctypes.CDLL(name) if name else None
-        except OSError:
-            libc = None
-    setter = getattr(libc, "mallopt", None)
+    setter = getattr(_libc() if libc is None else libc, "mallopt", None)
     if setter is None:
         return None
     try:
