@@ -131,7 +131,11 @@ def all_kernels_source(api: str, layout: str = "strided") -> str:
 
 
 def _program(backend: Any) -> str:
-    return all_kernels_source(backend.kind, layout(backend.info.type))
+    """The bandwidth section's program: every kind and width, the gather and, on a CPU's OpenCL, the streams'
+    ``rows`` (one build)."""
+    lay = layout(backend.info.type)
+    source = all_kernels_source(backend.kind, lay)
+    return source + STREAMS_SOURCE if backend.kind == "opencl" and lay == "contiguous" else source
 
 
 def _kernel(backend: Any, kind: str, width: int):
@@ -319,7 +323,7 @@ def stream_capacity(backend: Any, buf: Any, out: Any, count: int, quick: bool, p
     if not counts or rows < max(counts):
         return {}
     say(progress, f"bandwidth: {counts[0]} .. {counts[-1]} streams at once per work-group (a 2-D tile's rows)")
-    kernel = build(backend, STREAMS_SOURCE, "rows")
+    kernel = build(backend, _program(backend), "rows", {"PER": PER})
     engine = Engine(bench(quick, 0.3, 0.05).but(min_samples=5))
     args = [buf, out, np.int64(STREAM_ROW), np.float32(-1.0)]
 

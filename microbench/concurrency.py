@@ -92,7 +92,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None) -> dic
     counts = [2**k for k in range(0, int(np.log2(max(top, 2))) + 1)]
     # one work-item's chain must outlast the device's start-up of its workers (about a millisecond on a CPU)
     iters = (1 << 16 if quick else 1 << 17) if is_cpu else (1024 if quick else 4096)
-    kernel = build(backend, SOURCE, "busy")
+    kernel = build(backend, program(), "busy")
     out = backend.alloc(4 * counts[-1])
     policy = bench(quick, 0.2, 0.03)
     group_cap = 256 if not is_cpu else info.max_work_group_size
@@ -165,6 +165,11 @@ def _reference_op_s(points: list[dict]) -> float:
     return float(np.median([p["op_s"] for p in points[-3:]]))
 
 
+def program() -> str:
+    """Every kernel of the concurrency benchmarks in one program: one build (~0.15 s each on a fresh PoCL)."""
+    return "\n".join([SOURCE, GUARDED_SOURCE, *(loopfree_source(ops) for ops in LOOPFREE_OPS)])
+
+
 def loopfree_source(ops: int) -> str:
     """A kernel whose work-items each run ``ops`` dependent FMAs written out straight, no loop."""
     body = " ".join(["x = x * a + b;"] * ops)
@@ -185,7 +190,6 @@ def loopfree_curve(backend: Any, looped: Any, quick: bool, progress: Progress = 
     say(progress, f"concurrency: straight-line chains of {LOOPFREE_OPS[0]} .. {LOOPFREE_OPS[-1]} operations per "
                   f"work-item, no loop (vectorised across work-items), beside a looped chain of "
                   f"{LOOPFREE_REFERENCE_OPS}")
-    program = "\n".join(loopfree_source(ops) for ops in LOOPFREE_OPS)
     engine = Engine(bench(quick, 0.3, 0.05).but(min_samples=3))
     counts = [max(4 * cores, cores * OVERLAP_WORK // (ops * LOOPFREE_GROUP)) * LOOPFREE_GROUP for ops in LOOPFREE_OPS]
     iters = LOOPFREE_REFERENCE_OPS // 8
@@ -201,7 +205,7 @@ def loopfree_curve(backend: Any, looped: Any, quick: bool, progress: Progress = 
 
     chain_args = [out, np.float32(0.999), np.float32(0.001), np.float32(-1)]
     timings = engine.interleave(
-        [timed(build(backend, program, f"chain{ops}"), n, LOOPFREE_GROUP, chain_args)
+        [timed(build(backend, program(), f"chain{ops}"), n, LOOPFREE_GROUP, chain_args)
          for ops, n in zip(LOOPFREE_OPS, counts)]
         + [timed(looped, ref_n, OVERLAP_GROUP, [out, np.int32(iters), *chain_args[1:]])])
     reference_op_s = timings[-1].device.minimum * cores / (ref_n * LOOPFREE_REFERENCE_OPS)
@@ -229,7 +233,7 @@ def guarded_items(backend: Any, quick: bool, progress: Progress = None) -> dict[
     say(progress, f"concurrency: {GUARDED_ITEMS} and {GUARDED_FAR_ITEMS} work-items of a stream with and without a "
                   "bounds guard")
     engine = Engine(bench(quick, 0.3, 0.05).but(min_samples=5))
-    plain, guarded = (build(backend, GUARDED_SOURCE, name) for name in ("plain", "guarded"))
+    plain, guarded = (build(backend, program(), name) for name in ("plain", "guarded"))
     out = {}
     for items, suffix in ((GUARDED_ITEMS, ""), (GUARDED_FAR_ITEMS, "_far")):
         x, y = (written_buffer(backend, 4 * items, np.float32) for _ in range(2))

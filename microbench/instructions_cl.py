@@ -121,16 +121,27 @@ def latency_from_times(t_k: float, t_2k: float, iters: int, k: int, clock_hz: fl
     return out
 
 
+LATENCY_UNROLL = 16  # ops of a dependent chain per loop iteration at k (2k: twice as many). The program of every
+# op's chains built in 1.18 s at 32 and 0.28 s at 16 on a Zen 4 VM's Debian PoCL 3.1, and every op's latency came
+# out the same at both (within 1-5%, two rounds): the loop's own instructions overlap the dependent chain
+THROUGHPUT_UNROLL = 8  # ops of each of the 8 independent chains per loop iteration of a throughput kernel
+# (64 per iteration: a core overlaps the loop's own two instructions with them). PoCL compiles a work-group
+# function of every kernel at its first launch, and at 32 the 16 throughput kernels took 4.0 s of a cold
+# calibration on a Zen 4 VM's Debian PoCL 3.1, at 8 1.3 s; the ops per second were alike at 8, 16 and 32 (within
+# the runs' spread), except native_exp, whose 256 inlined calls per iteration ran at 0.47 Gop/s against 0.75-0.80.
+
+
 def program_source(unroll: int, double: bool) -> str:
-    """Every op's chain kernels (``lat_<op>_<k>`` at k and 2k) and throughput kernel (``thr_<op>``) in one program:
-    one compile instead of three per op (on PoCL each compile costs ~0.1 s on a fresh machine)."""
+    """Every op's chain kernels (``lat_<op>_<k>`` at k and 2k) and throughput kernel (``thr_<op>``, unrolled
+    :data:`THROUGHPUT_UNROLL`) in one program: one compile instead of three per op (on PoCL each compile costs
+    ~0.1 s on a fresh machine)."""
     parts = ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable" if double else ""]
     for name, op in OPS.items():
         if op.ctype == "double" and not double:
             continue
         for k in (unroll, 2 * unroll):
             parts.append(latency_source(name, op, k, f"lat_{name}_{k}").split("\n", 1)[1])
-        parts.append(throughput_source(name, op, unroll, kernel=f"thr_{name}").split("\n", 1)[1])
+        parts.append(throughput_source(name, op, THROUGHPUT_UNROLL, kernel=f"thr_{name}").split("\n", 1)[1])
     return "\n".join(parts)
 
 
@@ -142,7 +153,7 @@ def compile_op(backend: Any, name: str, kind: str, unroll: int, k: int | None = 
     try:
         return backend.compile(program_source(unroll, has_double), f"lat_{name}_{k}" if kind == "lat" else f"thr_{name}")
     except UserError:
-        source = latency_source(name, op, k) if kind == "lat" else throughput_source(name, op, unroll)
+        source = latency_source(name, op, k) if kind == "lat" else throughput_source(name, op, THROUGHPUT_UNROLL)
         return backend.compile(source, kind)
 
 
@@ -159,7 +170,7 @@ def cpu_clock(backend: Any, quick: bool = False) -> dict[str, Any]:
     """The core clock measured on the device: a dependent 32-bit integer add chain runs at 1 add per cycle on
     x86 and ARM cores, so clock = adds / second. Virtual machines often report only the nominal clock."""
     out_buf = backend.alloc(64)
-    iters, unroll = (8192 if quick else 32768), 32
+    iters, unroll = (16384 if quick else 65536), LATENCY_UNROLL
     times, _ = chain_times(backend, "int_add", iters, unroll, bench(False, 0.2),
                            out_buf)
     per_add = (times[1].median - times[0].median) / (iters * unroll)
@@ -172,8 +183,8 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
     """Every op's latency and throughput. ``clock_reference`` names the op that defined the clock
     (``int_add`` on CPUs): its cycles are 1 by definition and it is not checked against itself."""
     info = backend.info
-    unroll = 32
-    iters = 2048 if quick else 16384
+    unroll = LATENCY_UNROLL
+    iters = 4096 if quick else 32768
     policy = bench(quick, 0.3, 0.03)
     out_buf = backend.alloc(1 << 20)
     has_double = bool(info.extra.get("double", False))
@@ -205,12 +216,13 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None,
         if reference and res["status"] == "ok":
             res["latency_cycles"] = entry(1.0, "cycles", "the clock reference: 1 cycle by definition")
         kernel = compile_op(backend, name, "thr", unroll)
-        t_iters = max(8, iters // 128)
+        t_iters = max(8, iters // 128) * (unroll // THROUGHPUT_UNROLL)
         local = (min(256, info.max_work_group_size),)
         t = time_launch(backend, kernel, (threads,), local, [out_buf, np.int32(t_iters), *args[2:]], policy).device
-        ops = threads * t_iters * unroll * 8
-        res["throughput_ops_per_s"] = entry(ops / t.median, "op/s", f"{threads} work-items x 8 independent chains; "
-                                            "ops / median event time", (ops / t.ci_high, ops / t.ci_low))
+        ops = threads * t_iters * THROUGHPUT_UNROLL * 8
+        res["throughput_ops_per_s"] = entry(ops / t.median, "op/s", f"{threads} work-items x 8 independent chains "
+                                            f"unrolled {THROUGHPUT_UNROLL}; ops / median event time",
+                                            (ops / t.ci_high, ops / t.ci_low))
         result[name] = res
         cyc = res.get("latency_cycles", {}).get("value") if res["status"] == "ok" else None
         say(progress, f"instructions: {name}: " + (f"{cyc:.2f} cycles" if cyc else res["latency_s"].get("reason", "")))
@@ -243,7 +255,9 @@ def _local_load(backend, policy, clock_hz, out_buf) -> dict[str, Any]:
     nxt[order] = np.roll(order, -1)
     buf, _ = backend.to_device(nxt)
     iters, k = 2048, 32
-    kernels = [backend.compile(LOCAL_LOAD.replace("CHAIN", " ".join(["x = buf[x];"] * kk)), "lat") for kk in (k, 2 * k)]
+    source = "\n".join(LOCAL_LOAD.replace("void lat(", f"void lat_{kk}(").replace("CHAIN", " ".join(["x = buf[x];"] * kk))
+                       for kk in (k, 2 * k))
+    kernels = [backend.compile(source, f"lat_{kk}") for kk in (k, 2 * k)]
     times = alternating_times(backend, kernels, (1,), (1,), [buf, np.int32(iters), out_buf, np.uint32(2**32 - 1)],
                               policy)
     return latency_from_times(times[0].median, times[1].median, iters, k, clock_hz,
@@ -272,16 +286,27 @@ SCALAR_STEP = ("barrier(CLK_LOCAL_MEM_FENCE); buf[l] += buf[(l + LSIZE / 2) % LS
                "buf[l] += buf[(l + 1) % LSIZE];")
 
 
+def barrier_source() -> str:
+    """The barrier chains, ``bar_<vector|scalar>_<steps>`` at k and 2k steps, in one program (one build)."""
+    return "\n".join(BARRIER.replace("void bar(", f"void bar_{kind}_{kk}(").replace("CHAIN", " ".join([step] * kk))
+                     for kind, step in (("vector", VECTOR_STEP), ("scalar", SCALAR_STEP))
+                     for kk in (BARRIER_STEPS, 2 * BARRIER_STEPS))
+
+
 BARRIER_BLOCKS = 3  # the barriers are timed in this many blocks spread over the instructions section
+# k: chains of k and 2k steps. PoCL's work-group function of a loop holding 2k steps of two barriers took 5.4 s
+# (vector step) and 8.8 s (scalar step) to compile at k = 4 on a Zen 4 VM's pip PoCL 3.0, 1.0 s and 2.2 s at
+# k = 2, and read the same time per barrier (17-21 ns vector, 32-41 ns scalar)
+BARRIER_STEPS = 2
 
 
 def _barrier(backend, policy, clock_hz, out_buf, quick, step: str = VECTOR_STEP) -> dict[str, Any]:
     """One block's time per barrier of one work-group, from chains of k and 2k steps of two barriers each, timed
     in alternation, each length's figure its fastest runs (the 10th percentile, a kernel's modelling figure)."""
     lsize = min(64, backend.info.max_work_group_size)
-    iters, k = (256 if quick else 1024), 4
-    kernels = [backend.compile(BARRIER.replace("CHAIN", " ".join([step] * kk)), "bar", {"LSIZE": lsize})
-               for kk in (k, 2 * k)]
+    iters, k = (512 if quick else 2048), BARRIER_STEPS
+    kind = "scalar" if step == SCALAR_STEP else "vector"
+    kernels = [backend.compile(barrier_source(), f"bar_{kind}_{kk}", {"LSIZE": lsize}) for kk in (k, 2 * k)]
     t_k, t_2k = alternating_times(backend, kernels, (lsize,), (lsize,), [out_buf, np.int32(iters), np.float32(-1)],
                                   policy)
     # each step holds two barriers
@@ -289,7 +314,7 @@ def _barrier(backend, policy, clock_hz, out_buf, quick, step: str = VECTOR_STEP)
                              f"one work-group of {lsize}; steps of " + (
                                  "barrier, local read, barrier, local write" if step == VECTOR_STEP else
                                  "barrier, a local element updated in place from another's (each region one "
-                                 "work-item at a time on a CPU)") + "; time per barrier from k and 2k steps, each "
+                                 "work-item at a time on a CPU)") + f"; time per barrier from k = {k} and 2k steps, each "
                              f"its fastest runs (the 10th percentile); the fastest of {BARRIER_BLOCKS} blocks spread "
                              "over the instructions section",
                              (t_k.model_ci_low, t_k.model_ci_high), (t_2k.model_ci_low, t_2k.model_ci_high))

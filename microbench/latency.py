@@ -68,10 +68,10 @@ KNEE_PASSES = 3  # passes over the working sets between a quarter of the last-le
 
 
 def _chase_samples(backend, kernel, buf, lines, out, steps, policy, rng) -> tuple[list[float], list[float]]:
-    """Device times of chases of s and 2s steps in alternation, after one untimed pass over the cycle; each
-    launch starts from a random line of the cycle."""
+    """Device times of chases of s and 2s steps in alternation, after one untimed pass over the cycle (which is
+    the warm-up: the policy's warm-up rounds are not run); each launch starts from a random line of the cycle."""
     never = np.uint32(2**32 - 1)
-    engine = Engine(policy)
+    engine = Engine(policy.but(warmup=0, warmup_s=0.0))
 
     def run(s):
         count = [0]
@@ -110,7 +110,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_by
     llc = llc_bytes or last_level_cache(info)
     top = min((2 if quick else 4) * llc, limit, (1 << 30) if quick else limit)
     ws = sizes(top, quick)
-    kernel = build(backend, SOURCE, "chase")
+    kernel = build(backend, SOURCE, "chase", {"LOCAL_WORDS": local_words(backend)})
     out = backend.alloc(64)
     policy = bench(quick, 0.2, 0.05)
     say(progress, f"latency: pointer chase over {len(ws)} working sets, 1 KiB .. {top >> 20} MiB")
@@ -152,9 +152,15 @@ def last_level_cache(info: Any) -> int:
     return int(info.extra.get("l2_cache_bytes") or info.extra.get("global_mem_cache_bytes") or 8 << 20)
 
 
-def _local(backend, rng, out, policy, clock_hz) -> dict[str, Any]:
+def local_words(backend: Any) -> int:
+    """Words of the local-memory chase: half the local memory, at most 4096, a multiple of 16 (one define of the
+    chase program, so that both chases build as one program: a build costs ~0.15 s on a fresh PoCL)."""
     words = min(4096, backend.info.local_mem_bytes // 4 // 2)
-    words -= words % 16
+    return words - words % 16
+
+
+def _local(backend, rng, out, policy, clock_hz) -> dict[str, Any]:
+    words = local_words(backend)
     kernel = build(backend, SOURCE, "chase_local", {"LOCAL_WORDS": words})
     buf, _ = backend.to_device(random_cycle(words, rng, 1))
     never = np.uint32(2**32 - 1)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from gpuprofiler.device.base import LaunchHook
 from gpuprofiler.measure.policy import TimingPolicy
-from gpuprofiler.measure.stats import Summary, summarize
+from gpuprofiler.measure.stats import Summary, summarize, tight
 
 
 @dataclass
@@ -79,8 +79,7 @@ class Engine:
             n = len(timings[0].device_s)
             if n < policy.min_samples:
                 continue
-            summaries = [summarize(timing.device_s, policy.confidence) for timing in timings]
-            if all(s.tight(policy.stop_on, policy.rel_ci, policy.confidence) for s in summaries):
+            if all(tight(timing.device_s, policy.stop_on, policy.rel_ci, policy.confidence) for timing in timings):
                 reason = "interval"
             elif n >= policy.max_samples:
                 reason = "max_samples"

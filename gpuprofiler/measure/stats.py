@@ -4,6 +4,7 @@ timing distribution that is a mix (a shared device: fast runs and runs slowed by
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy.special import bdtr
@@ -17,6 +18,16 @@ MODEL_STATISTIC = "p10"
 MODEL_DESCRIPTION = "10th percentile of the device times (the runs no other work slowed), linearly interpolated"
 
 
+@lru_cache(maxsize=4096)
+def _order_bounds(n: int, q: float, confidence: float) -> tuple[int, int, float]:
+    """The 1-based order statistics (i, j) that bound the ``q`` quantile of ``n`` samples, and their coverage."""
+    tail = (1 - confidence) / 2
+    cdf = bdtr(np.arange(n + 1), n, q)  # cdf[k]: P(at most k samples below the quantile)
+    i = max(1, int(np.count_nonzero(cdf <= tail)))  # 1-based; P(X_(i) above the quantile) = cdf[i-1]
+    j = min(n, int(np.count_nonzero(cdf < 1 - tail)) + 1)  # P(X_(j) below the quantile) = 1 - cdf[j-1]
+    return i, j, float(cdf[j - 1] - cdf[i - 1])
+
+
 def quantile_interval(samples, q: float, confidence: float = 0.95) -> tuple[float, float, float]:
     """Order-statistic interval of the ``q`` quantile and its exact coverage (binomial, no distribution assumed).
 
@@ -26,12 +37,22 @@ def quantile_interval(samples, q: float, confidence: float = 0.95) -> tuple[floa
     n = len(x)
     if n == 0:
         return float("nan"), float("nan"), 0.0
-    tail = (1 - confidence) / 2
-    cdf = bdtr(np.arange(n + 1), n, q)  # cdf[k]: P(at most k samples below the quantile)
-    i = max(1, int(np.count_nonzero(cdf <= tail)))  # 1-based; P(X_(i) above the quantile) = cdf[i-1]
-    j = min(n, int(np.count_nonzero(cdf < 1 - tail)) + 1)  # P(X_(j) below the quantile) = 1 - cdf[j-1]
-    coverage = float(cdf[j - 1] - cdf[i - 1])
+    i, j, coverage = _order_bounds(n, q, confidence)
     return float(x[i - 1]), float(x[j - 1]), coverage
+
+
+def tight(samples, statistic: str, rel: float, confidence: float) -> bool:
+    """``summarize(samples, confidence).tight(statistic, rel, confidence)`` without the rest of the summary: the
+    timing loop asks it after every round, and a whole summary cost more than a short kernel's run."""
+    n = len(samples)
+    if n == 0:
+        return False
+    q = 0.5 if statistic == "median" else MODEL_QUANTILE
+    i, j, coverage = _order_bounds(n, q, confidence)
+    if coverage < confidence:
+        return False
+    x = np.sort(np.asarray(samples, dtype=float))
+    return _rel_halfwidth(float(np.quantile(x, q)), float(x[i - 1]), float(x[j - 1])) <= rel
 
 
 def median_interval(samples, confidence: float = 0.95) -> tuple[float, float, float]:

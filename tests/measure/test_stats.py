@@ -6,7 +6,7 @@ from scipy import stats
 
 from gpuprofiler.measure.engine import sample
 from gpuprofiler.measure.policy import TimingPolicy
-from gpuprofiler.measure.stats import median_interval, quantile_interval, summarize
+from gpuprofiler.measure.stats import median_interval, quantile_interval, summarize, tight
 
 
 @given(st.lists(st.floats(1e-9, 1.0), min_size=1, max_size=300))
@@ -119,6 +119,15 @@ def test_quantile_interval_is_the_binomial_order_statistic_interval(n, q, confid
     assert j == n or cdf(j - 1) >= 1 - tail
     assert j == 1 or cdf(j - 2) < 1 - tail
     assert i <= j
+
+
+@given(st.lists(st.floats(1e-6, 1.0), max_size=300), st.sampled_from(["model", "median"]), st.floats(0.0, 0.5),
+       st.sampled_from([0.9, 0.95, 0.99]))
+@settings(max_examples=300, deadline=None)
+def test_the_timing_loops_check_is_the_summarys(xs, statistic, rel, confidence):
+    """The stopping check the timing loop asks each round answers as the whole summary would."""
+    assert tight(xs, statistic, rel, confidence) == (len(xs) > 0 and summarize(xs, confidence).tight(statistic, rel,
+                                                                                                      confidence))
 
 
 def test_modelling_figure_is_the_low_quantile_with_its_interval():
