@@ -324,7 +324,9 @@ def stream_capacity(backend: Any, buf: Any, out: Any, count: int, quick: bool, p
         return {}
     say(progress, f"bandwidth: {counts[0]} .. {counts[-1]} streams at once per work-group (a 2-D tile's rows)")
     kernel = build(backend, _program(backend), "rows", {"PER": PER})
-    engine = Engine(bench(quick, 0.3, 0.05).but(min_samples=5))
+    # no warm-up round: the kinds and widths have just read the whole array, and a shape's first launch compiles
+    # its work-group function before the event starts (PoCL), so a warm-up would only cost a round (0.6-0.75 s)
+    engine = Engine(bench(quick, 0.3, 0.05, warmup=0).but(min_samples=5))
     args = [buf, out, np.int64(STREAM_ROW), np.float32(-1.0)]
 
     def run(local: tuple[int, int]):
