@@ -78,11 +78,23 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
     "concurrency.guard_skip_item_s": (3, "as concurrency.guarded_item_s"),
     "concurrency.guarded_far_item_s": (2, "as concurrency.guarded_item_s v3, 128 MiB a buffer (v1: never written)"),
     "concurrency.unguarded_far_item_s": (2, "as concurrency.guarded_far_item_s"),
-    "latency_curve": (2, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
-                         "the modelling figure; the sizes from a quarter of the last level to its size pooled over "
-                         "three passes (v1: chases shorter than the cycle found part of it cold in the shorter run "
-                         "only: latencies below zero at 8-16 MiB, an L3 knee anywhere from 7.5 to 22 MiB)"),
+    "latency_curve": (3, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
+                         "the modelling figure; the sizes from a sixteenth of the last level to its size pooled over "
+                         "three passes (v2: from a quarter: on a day a Zen 4 VM's other tenants evicted a 4 MiB "
+                         "chase's lines in four passes of five, the L3 read 54-64 ns or went unseen; v1: chases "
+                         "shorter than the cycle found part of it cold in the shorter run only: latencies below zero "
+                         "at 8-16 MiB, an L3 knee anywhere from 7.5 to 22 MiB)"),
 }
+# the OpenCL instruction benchmarks' ops (microbench.instructions_cl.OPS; the profile file comes before them)
+CHANGED_METHODS.update({f"instructions.{op}": (2, "throughput from 8 independent chains of 8 ops per loop iteration "
+                                                  "(v1: 32, whose code the compilers handled unlike a kernel's: on a "
+                                                  "Zen 4 VM the pip PoCL 3.0 read int_add at 7.2 Gop/s against 24.5 "
+                                                  "at 8 and float_div 2.9 against 5.6, Debian's PoCL 3.1 native_exp "
+                                                  "0.45 against 0.75); latency chains of 16 and 32 ops (v1: 32 and "
+                                                  "64, the same latencies)")
+                        for op in ("float_add", "float_mul", "float_mad", "float_fma", "float_div", "float_sqrt",
+                                   "native_sin", "native_exp", "native_recip", "double_add", "double_mul",
+                                   "double_fma", "double_div", "int_add", "int_mul", "int_mad24")})
 
 
 def method_version_of(key: str) -> int:
