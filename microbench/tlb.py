@@ -5,8 +5,7 @@ array, read in order), in two layouts over the same number of lines: packed (P c
 and spread (one line in each of P 4 KiB pages, the pages in random order, a random line of each, so that the
 lines fill the caches' sets as the packed ones do). The lines are the same in number, so the caches see the same
 footprint; the spread layout's extra time per access is translation. Per access: (T(2r) - T(r)) / (P r) for r
-and 2r passes over the lines, which cancels launch and set-up. Swept over P = 64 .. 16384 pages
-in half-octave steps (octaves with ``--quick``).
+and 2r passes over the lines, which cancels launch and set-up. Swept over P = 64 .. 16384 pages.
 
 The miss cost is the spread layout's extra time per access at the largest P, where every access misses the TLB
 (each load a page walk), with the loads independent as in a column walk: what a core overlapping its walks pays
@@ -35,12 +34,6 @@ LINE_BYTES = 64
 PAGES = tuple(int(round(2 ** (k / 2))) for k in range(12, 29))  # 64 .. 16384 pages, half-octave steps
 ACCESSES = 1 << 20  # loads per pass set: passes r = ACCESSES // P (a millisecond: launch jitter stays small beside it)
 ROUNDS = 3  # the four timings of a page count alternate this often; each keeps its fastest (a slow mode spans rounds)
-
-
-def page_counts(quick: bool) -> tuple[int, ...]:
-    """The page counts swept: :data:`PAGES`, every other one (octaves) with ``quick``, as the latency curve's sizes."""
-    return PAGES[::2] if quick else PAGES
-
 
 SOURCE = r"""
 KERNEL void sweep(GLOBAL const u32 *buf, GLOBAL const u32 *idx, int count, int reps, GLOBAL u32 *out, u32 never) {
@@ -102,18 +95,16 @@ def reach_and_cost(points: list[dict]) -> tuple[float | None, float | None]:
 def measure(backend: Any, quick: bool = False, progress: Progress = None,
             rng: np.random.Generator | None = None) -> dict[str, Any]:
     rng = rng or np.random.default_rng(5)
-    counts = page_counts(quick)
-    say(progress, f"tlb: independent loads over {counts[0]} .. {counts[-1]} lines, packed and one per 4 KiB page")
+    say(progress, f"tlb: independent loads over {PAGES[0]} .. {PAGES[-1]} lines, packed and one per 4 KiB page")
     kernel = build(backend, SOURCE, "sweep")
     out = backend.alloc(64)
     buf = written_buffer(backend, PAGES[-1] * PAGE_BYTES)
     policy = bench(quick, 0.1, 0.02)
     points = []
-    for pages in counts:
+    for pages in PAGES:
         per = per_access(backend, kernel, buf, out, layouts(pages, rng), policy)
         points.append({"pages": pages, **{f"{name}_s": value for name, value in per.items()}})
-    method = (f"one work-item, independent loads of P lines (P = {counts[0]} .. {counts[-1]} in {len(counts)} steps), "
-              "packed into P/64 pages or "
+    method = (f"one work-item, independent loads of P lines (P = {PAGES[0]} .. {PAGES[-1]}), packed into P/64 pages or "
               f"one per 4 KiB page; (T(2r) - T(r)) / (P r) for r and 2r passes; each T the fastest modelling figure "
               f"of {ROUNDS} alternating rounds")
     reach, cost = reach_and_cost(points)

@@ -474,7 +474,7 @@ def test_tlb_on_a_cpu(pocl, monkeypatch):
     r = tlb.measure(pocl, quick=True)
     assert tlb.PAGES[-1] * tlb.PAGE_BYTES in written
     curve = r["curve"]
-    assert [p["pages"] for p in curve] == list(tlb.page_counts(True)) == [2**k for k in range(6, 15)]
+    assert [p["pages"] for p in curve] == list(tlb.PAGES)
     few = curve[0]["spread_s"] - curve[0]["packed_s"]
     assert few < 0.5 * (curve[-1]["spread_s"] - curve[-1]["packed_s"])
     assert curve[-1]["spread_s"] > 1.5 * curve[-1]["packed_s"]  # 16384 pages (64 MiB) outreach any x86 TLB
