@@ -290,22 +290,25 @@ def barrier_source() -> str:
     """The barrier chains, ``bar_<vector|scalar>_<steps>`` at k and 2k steps, in one program (one build)."""
     return "\n".join(BARRIER.replace("void bar(", f"void bar_{kind}_{kk}(").replace("CHAIN", " ".join([step] * kk))
                      for kind, step in (("vector", VECTOR_STEP), ("scalar", SCALAR_STEP))
-                     for kk in (BARRIER_STEPS, 2 * BARRIER_STEPS))
+                     for kk in (BARRIER_STEPS[kind], 2 * BARRIER_STEPS[kind]))
 
 
 BARRIER_BLOCKS = 3  # the barriers are timed in this many blocks spread over the instructions section
-# k: chains of k and 2k steps. PoCL's work-group function of a loop holding 2k steps of two barriers took 5.4 s
-# (vector step) and 8.8 s (scalar step) to compile at k = 4 on a Zen 4 VM's pip PoCL 3.0, 1.0 s and 2.2 s at
-# k = 2, and read the same time per barrier (17-21 ns vector, 32-41 ns scalar)
-BARRIER_STEPS = 2
+# k of each step's chains of k and 2k steps. PoCL compiles a work-group function at a kernel's first launch, in a
+# time that grows faster than its barriers: on a Zen 4 VM's pip PoCL 3.0 a loop of 2k steps of two barriers took
+# 5.4 s (vector step) and 8.8 s (scalar) at k = 4; the kernels of k = 1, 2 and 4 steps 0.25, 0.59 and 1.39 s
+# (vector) and 0.38, 1.06 and 2.07 s (scalar). Per barrier, k = 1 read the scalar step as k = 2 did (32.1-32.2 ns,
+# six blocks each in alternation) and the vector step 8% slower (18.4 ns against 17.0-17.1), so the scalar chains
+# are timed at k = 1
+BARRIER_STEPS = {"vector": 2, "scalar": 1}
 
 
 def _barrier(backend, policy, clock_hz, out_buf, quick, step: str = VECTOR_STEP) -> dict[str, Any]:
     """One block's time per barrier of one work-group, from chains of k and 2k steps of two barriers each, timed
     in alternation, each length's figure its fastest runs (the 10th percentile, a kernel's modelling figure)."""
     lsize = min(64, backend.info.max_work_group_size)
-    iters, k = (512 if quick else 2048), BARRIER_STEPS
     kind = "scalar" if step == SCALAR_STEP else "vector"
+    iters, k = (512 if quick else 2048) * (2 // BARRIER_STEPS[kind]), BARRIER_STEPS[kind]
     kernels = [backend.compile(barrier_source(), f"bar_{kind}_{kk}", {"LSIZE": lsize}) for kk in (k, 2 * k)]
     t_k, t_2k = alternating_times(backend, kernels, (lsize,), (lsize,), [out_buf, np.int32(iters), np.float32(-1)],
                                   policy)

@@ -159,3 +159,10 @@ def test_a_measuring_worker_does_not_import_scipy_stats():
     code = ("import sys, gpuprofiler.workloads.isolated, gpuprofiler.measure.records; "
             "sys.exit('scipy.stats' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@given(st.lists(st.floats(-1e9, 1e9), min_size=1, max_size=200), st.floats(0.0, 1.0))
+@settings(max_examples=500, deadline=None)
+def test_the_checks_quantile_is_numpys_to_the_bit(xs, q):
+    from gpuprofiler.measure.stats import _sorted_quantile
+    assert _sorted_quantile(sorted(xs), q) == float(np.quantile(np.asarray(xs), q))

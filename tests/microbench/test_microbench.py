@@ -388,7 +388,7 @@ def test_each_sections_kernels_compile_as_one_program():
         bandwidth.build(pocl, bandwidth._program(pocl), "rows", {"PER": bandwidth.PER})
         assert len(pocl._programs) == before
         for kind in ("vector", "scalar"):
-            for k in (instructions_cl.BARRIER_STEPS, 2 * instructions_cl.BARRIER_STEPS):
+            for k in (instructions_cl.BARRIER_STEPS[kind], 2 * instructions_cl.BARRIER_STEPS[kind]):
                 pocl.compile(instructions_cl.barrier_source(), f"bar_{kind}_{k}", {"LSIZE": 64})
         assert len(pocl._programs) == before + 1
         names = ["busy", "plain", "guarded", *(f"chain{ops}" for ops in concurrency.LOOPFREE_OPS)]
