@@ -64,9 +64,12 @@ def sizes(max_bytes: int, quick: bool) -> list[int]:
     return out
 
 
-KNEE_PASSES = 3  # passes over the working sets between a sixteenth of the last-level cache and its size
+KNEE_PASSES = 3  # passes over the working sets from a sixteenth of the last-level cache to half its size
 # (a shared L3's other tenants evict a chase's lines in spells: on a Zen 4 VM one day a 4 MiB chase read 8 ns in
-# one pass of five and 44-137 ns in the rest, minutes on end; the passes are seconds apart, their fastest pooled)
+# one pass of five and 44-137 ns in the rest, minutes on end; the passes are seconds apart, their fastest pooled).
+# A chase of the whole reported size never fits beside the other tenants and was the longest of the passes
+# (0.5-0.7 s each): in 28 quick calibrations on that VM the 32 MiB chase of a reported 32 MiB L3 read 28-70 ns a
+# line, against the L3's 5-8
 KNEE_LOW = 16
 
 
@@ -117,7 +120,7 @@ def measure(backend: Any, quick: bool = False, progress: Progress = None, llc_by
     out = backend.alloc(64)
     policy = bench(quick, 0.2, 0.05)
     say(progress, f"latency: pointer chase over {len(ws)} working sets, 1 KiB .. {top >> 20} MiB")
-    knee = [n for n in ws if llc // KNEE_LOW <= n <= llc]
+    knee = [n for n in ws if llc // KNEE_LOW <= n < llc]
     samples: dict[int, tuple[list[float], list[float]]] = {}
     cycle_lines: dict[int, int] = {}
     for nbytes in ws + knee * (KNEE_PASSES - 1):

@@ -78,9 +78,10 @@ CHANGED_METHODS: dict[str, tuple[int, str]] = {
     "concurrency.guard_skip_item_s": (3, "as concurrency.guarded_item_s"),
     "concurrency.guarded_far_item_s": (2, "as concurrency.guarded_item_s v3, 128 MiB a buffer (v1: never written)"),
     "concurrency.unguarded_far_item_s": (2, "as concurrency.guarded_far_item_s"),
-    "latency_curve": (3, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
-                         "the modelling figure; the sizes from a sixteenth of the last level to its size pooled over "
-                         "three passes (v2: from a quarter: on a day a Zen 4 VM's other tenants evicted a 4 MiB "
+    "latency_curve": (4, "every chase covers its whole cycle after an untimed pass, its two lengths in alternation, "
+                         "the modelling figure; the sizes from a sixteenth of the last level to half its size pooled "
+                         "over three passes (v3: to its size, whose chase never fit beside a VM's other tenants and "
+                         "took the longest; v2: from a quarter: on a day a Zen 4 VM's other tenants evicted a 4 MiB "
                          "chase's lines in four passes of five, the L3 read 54-64 ns or went unseen; v1: chases "
                          "shorter than the cycle found part of it cold in the shorter run only: latencies below zero "
                          "at 8-16 MiB, an L3 knee anywhere from 7.5 to 22 MiB)"),
