@@ -85,7 +85,7 @@ def _measure(args: argparse.Namespace, models: list[str], outdir: Path, where_to
     from gpuprofiler.validate import suite
 
     def calibrate_here(out, **kw):
-        """A calibration for this run, its gathered reads to be drawn again once the measuring is over."""
+        """A calibration for this run, its gathered reads and streams to be drawn again once the measuring is over."""
         made = calibrate(out, **kw)
         made.data[regather.PLANNED] = True
         made.save(out)

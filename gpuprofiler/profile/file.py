@@ -144,7 +144,7 @@ gpuprofiler hardware profile, schema version 1 (JSON)
                       the data caches) and page_run_pages (pages handed out physically contiguous)
   clock               {hz, source}: the clock used for cycles <-> seconds, read at run time
   gather_draws        [{date, first_date, values_s, kept | error}]: validate's second draw of its own
-                      calibration's gathered reads, pooled with the first (gathers_planned: still to be drawn)
+                      calibration's gathered reads and streams, pooled with the first (gathers_planned: still to be drawn)
   launch              fixed_s, per_thread_s (fit l = a*nt + b with interval), per_block_s (the same event
                       times over work-groups: dispatch),
                       back_to_back_s (device time per launch of many launches queued back to back),

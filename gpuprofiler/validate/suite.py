@@ -259,7 +259,7 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
     The small sizes of each item are those ``extrapolate`` recommends for its targets (hardware-aware, from the
     profile: :func:`~gpuprofiler.models.fractal.regimes.recommended_small`), or with ``spec_sizes`` the item's
     own ``small`` list. ``after_measuring`` (the profile -> the profile) runs once the measuring is over, before
-    the predictions: validate's own calibration has its gathered reads drawn again
+    the predictions: validate's own calibration has its gathered reads and streams drawn again
     (:mod:`gpuprofiler.calibrate.regather`)."""
     models = check_models(models)
     if not isinstance(runner, Runner):

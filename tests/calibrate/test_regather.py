@@ -51,12 +51,15 @@ def test_the_fastest_runs_of_both_draws_are_pooled_per_read_as_the_first_counts_
     assert got["gather_llc_s"] == second["gather_llc_s"] and kept["gather_llc_s"] == "second"
 
 
-def _fake_calibrate(node, calls):
-    """A calibration of the bandwidth section alone that writes ``node`` as its figures."""
+def _fake_calibrate(node, calls, streams=None):
+    """A calibration of the memory and bandwidth sections that writes ``node`` as the bandwidth figures and
+    ``streams`` (where given) as the concurrency ones."""
     def calibrate(out, quick=False, only=(), resume=None):
         calls.append((out, quick, tuple(only), set(resume.data)))
         data = copy.deepcopy(resume.data)
         data["bandwidth"] = copy.deepcopy(node)
+        if streams is not None:
+            data["concurrency"] = copy.deepcopy(streams)
         data["sections_done"] = sorted(set(data["sections_done"]) | set(only))
         made = Profile(data)
         made.save(out)
@@ -67,6 +70,8 @@ def _fake_calibrate(node, calls):
 def _profile():
     data = json.loads(POCL_PROFILE.read_text())
     data["bandwidth"].update(_gathers(30e-6, 1e-6, 5e-6))
+    data["concurrency"].update({k: entry(v, "s", "a stream") for k, v in (
+        ("guarded_item_s", 1.0e-9), ("guarded_far_item_s", 1.2e-9))})
     return Profile(data | {regather.PLANNED: True})
 
 
@@ -78,21 +83,35 @@ def test_the_gathers_are_drawn_again_and_pooled(tmp_path):
     calls, said = [], []
     second = copy.deepcopy(before["bandwidth"]) | _gathers(20e-6, 2e-6, 3e-6)
     second["read_Bps"] = entry(1e9, "B/s", "a slow draw")
-    got = regather.regather(_fake_calibrate(second, calls), profile, path, True, said.append)
+    streams = copy.deepcopy(before["concurrency"])
+    guarded, far = (before["concurrency"][k]["value"] for k in ("guarded_item_s", "guarded_far_item_s"))
+    streams["guarded_item_s"] = entry(guarded / 2, "s", "a faster draw")
+    streams["guarded_far_item_s"] = entry(far * 2, "s", "a slower draw")
+    streams["resident_capacity"] = "the second draw's"
+    got = regather.regather(_fake_calibrate(second, calls, streams), profile, path, True, said.append)
     [(out, quick, only, resumed)] = calls
-    assert only == ("bandwidth",) and quick and not out.exists()  # the scratch file is removed
+    assert only == ("memory", "bandwidth") and quick and not out.exists()  # the scratch file is removed
     assert "bandwidth" not in resumed and {"launch", "caches", "concurrency"} <= resumed
+    conc = got.data["concurrency"]
+    assert conc["guarded_item_s"]["value"] == guarded / 2 and conc["guarded_item_s"]["draws_s"] == [guarded,
+                                                                                                     guarded / 2]
+    assert conc["guarded_far_item_s"]["value"] == far and conc["guarded_far_item_s"]["draws_s"] == [far, far * 2]
+    assert "the faster of two draws" in conc["guarded_far_item_s"]["method"]
+    assert conc["resident_capacity"] == before["concurrency"]["resident_capacity"]  # only the streams are pooled
+    kept = got.data["gather_draws"][0]["kept"]
+    assert kept["guarded_item_s"] == "second" and kept["guarded_far_item_s"] == "first"
+    assert got.data["gather_draws"][0]["values_s"]["guarded_far_item_s"] == [far, far * 2]
     assert got.data["gather_draws"][0]["values_s"]["gather_s"] == [before["bandwidth"]["gather_s"]["value"],
                                                                    second["gather_s"]["value"]]
     assert got.data["bandwidth"]["gather_s"]["value"] == pytest.approx(19e-6 / 500, rel=1e-12)
     assert got.data["bandwidth"]["read_Bps"] == before["bandwidth"]["read_Bps"]  # the first draw's
-    assert {k: v for k, v in got.data.items() if k not in ("bandwidth", "gather_draws", regather.PLANNED)} == \
-        {k: v for k, v in before.items() if k not in ("bandwidth", regather.PLANNED)}
+    left = ("bandwidth", "concurrency", "gather_draws", regather.PLANNED)
+    assert {k: v for k, v in got.data.items() if k not in left} == {k: v for k, v in before.items() if k not in left}
     assert not regather.planned(got) and regather.PLANNED not in load_profile(path).data
     assert load_profile(path).data["gather_draws"] == got.data["gather_draws"]
     assert any("gather_s: far from the second" in m for m in said)
     line = regather.describe(got)
-    assert "gathered reads were drawn twice" in line and "gather_llc_s: far from the second" in line
+    assert "gathered reads and streams were drawn twice" in line and "gather_llc_s: far from the second" in line
     assert regather.describe(Profile(before)) is None
 
 
@@ -150,7 +169,7 @@ def test_validate_draws_again_only_the_calibration_it_made(tmp_path, monkeypatch
     args = argparse.Namespace(profile=None, fresh=False, quick=True, suite="builtin", items=None, spec_sizes=False)
     out = tmp_path / "out"
     assert cli._measure(args, [], out, None, device, device.id, calibrate, lambda: None) == 0
-    assert seen[0] is not None and [c[2] for c in calls] == ["first", ("bandwidth",)]
+    assert seen[0] is not None and [c[2] for c in calls] == ["first", ("memory", "bandwidth")]
     kept = load_profile(out / "profile.json").data
     assert kept["bandwidth"]["gather_s"]["value"] == pytest.approx(19e-6 / 500, rel=1e-12)
     assert cli._measure(args, [], out, None, device, device.id, calibrate, lambda: None) == 0  # a rerun
