@@ -308,7 +308,8 @@ def _barrier(backend, policy, clock_hz, out_buf, quick, step: str = VECTOR_STEP)
     in alternation, each length's figure its fastest runs (the 10th percentile, a kernel's modelling figure)."""
     lsize = min(64, backend.info.max_work_group_size)
     kind = "scalar" if step == SCALAR_STEP else "vector"
-    iters, k = (512 if quick else 2048) * (2 // BARRIER_STEPS[kind]), BARRIER_STEPS[kind]
+    k = BARRIER_STEPS[kind]
+    iters = (1024 if quick else 4096) // k  # the same barriers per launch at any k
     kernels = [backend.compile(barrier_source(), f"bar_{kind}_{kk}", {"LSIZE": lsize}) for kk in (k, 2 * k)]
     t_k, t_2k = alternating_times(backend, kernels, (lsize,), (lsize,), [out_buf, np.int32(iters), np.float32(-1)],
                                   policy)

@@ -8,9 +8,9 @@ serves at 4.1 ms, where E24's ten minutes before read 22.6 and 2.1 ms, and its s
 +36% and +33% against -2% and +2%, while the kernels' own figures (the fastest runs of three visits minutes apart)
 agreed within 5%. A second draw minutes later, once the measuring is over, gives each figure the same chance at
 the machine's state the kernels' figures have: its far (or cached) reads and its near ones each at the fastest run
-of either draw, as the first draw already takes the fastest of its two blocks. Only these two figures are pooled:
-the faster draw of the whole memory sections (tried on E16-E19) changed the runs less than they differ from each
-other.
+of either draw, as the first draw already takes the fastest of its two blocks. Of the bandwidth section only these
+two figures are pooled: the faster draw of the whole memory sections (tried on E16-E19) changed the runs less than
+they differ from each other.
 
 The streams' times per work-item (``concurrency.*_item_s``, which max-plus prices a CPU's streaming regions with)
 are drawn again with them and each kept from the faster draw: they are one short block each, and a slow spell
