@@ -2,7 +2,8 @@
 
 Size expressions (``"n*n + 1"``, ``"ceil(n/256)*256"``) use :func:`evaluate`;
 check expressions over numpy arrays use :func:`evaluate_array`, which adds
-subscripts, ``@`` and a few numpy functions.
+subscripts (slices, integer and boolean index arrays), ``@``, element-wise comparisons, the bitwise operators
+``& | ^ ~ << >>`` and the numpy functions of :data:`ARRAY_FUNCTIONS` that a reference needs.
 
 Evaluation is bounded, so that no expression can hang the tool or exhaust its memory: the text's
 length, the parsed tree's depth and node count (checked before anything is evaluated), the magnitude of
@@ -48,6 +49,11 @@ _UNARY: dict[type, Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: op
 # comparisons and `and` / `or` / `not` (a tuning space's restrictions): 1 for true, 0 for false, numbers only
 _COMPARE: dict[type, Callable[[Any, Any], Any]] = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
                                                    ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+# check expressions only: bitwise operators (on integers and booleans; `&` and `|` combine comparisons of arrays)
+_BITOPS: dict[type, Callable[[Any, Any], Any]] = {ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+                                                  ast.BitXor: operator.xor, ast.LShift: operator.lshift,
+                                                  ast.RShift: operator.rshift}
+MAX_SHIFT = 63               # a shift count past this is refused (1 << 10**9 would build a huge integer)
 
 
 def _ceil(x):
@@ -74,12 +80,64 @@ def _reshape(a, *shape):
     return np.reshape(a, tuple(int(s) for s in shape))
 
 
+def _axis(axis):
+    """An axis argument: None or a whole number (ValueError otherwise, which the evaluator reports)."""
+    if axis is None:
+        return None
+    if np.ndim(axis) != 0 or float(axis) != int(axis):
+        raise ValueError(f"the axis must be a whole number, got {axis!r}"[:200])
+    return int(axis)
+
+
 def _sum(a, axis=None):
-    return np.sum(a, axis=None if axis is None else int(axis))
+    return np.sum(a, axis=_axis(axis))
 
 
 def _sort(a, axis=-1):
-    return np.sort(a, axis=int(axis))
+    return np.sort(a, axis=_axis(axis))
+
+
+def _cumsum(a, axis=None):
+    return np.cumsum(a, axis=_axis(axis))
+
+
+def _cumprod(a, axis=None):
+    return np.cumprod(a, axis=_axis(axis))
+
+
+def _flip(a, axis=None):
+    return np.flip(a, axis=_axis(axis))
+
+
+def _take(a, index, axis=None):
+    return np.take(a, index, axis=_axis(axis))
+
+
+def _bincount(a, minlength=0, weights=None):
+    """numpy's bincount, its arguments in this order: counts of each value of ``a`` (or sums of ``weights``)."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "biu":
+        raise TypeError(f"the values counted must be integers, not {a.dtype}")
+    return np.bincount(a.astype(np.int64, copy=False), weights, minlength=_axis(minlength))
+
+
+def _to_int(a):
+    """C's ``(long)x``: truncation toward zero to int64 (non-finite values and |x| >= 2^63 refused)."""
+    a = np.asarray(a)
+    if a.dtype.kind == "f" and a.size and not (np.all(np.isfinite(a)) and float(np.max(np.abs(a))) < MAX_INT):
+        raise ValueError("only finite values below 2^63 in magnitude convert to integers")
+    out = a.astype(np.int64)
+    return out if out.ndim else out[()]
+
+
+def _arange_count(args) -> int:
+    """How many elements ``arange(*args)`` has, computed before it is built."""
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    if any(np.ndim(v) != 0 for v in (start, stop, step)):
+        raise ValueError("arange() takes single numbers")
+    if step == 0:
+        raise ValueError("arange() step must not be zero")
+    return max(0, math.ceil((float(stop) - float(start)) / float(step)))
 
 
 def csr_matvec(rowptr, cols, vals, x):
@@ -146,13 +204,24 @@ ARRAY_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "matmul": np.matmul,
     "where": np.where,
     "sort": _sort,
+    "cumsum": _cumsum,
+    "cumprod": _cumprod,
+    "flip": _flip,
+    "take": _take,
+    "arange": np.arange,
+    "bincount": _bincount,
+    "int": _to_int,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor,
+    "logical_not": np.logical_not,
     "csr_matvec": csr_matvec,
     "sell_matvec": sell_matvec,
     "pair_sell_matvec": pair_sell_matvec,
     "var_sell_matvec": var_sell_matvec,
 }
 # array functions whose arguments broadcast against each other (the result has the broadcast shape)
-_BROADCASTING = frozenset(["minimum", "maximum", "where"])
+_BROADCASTING = frozenset(["minimum", "maximum", "where", "logical_and", "logical_or", "logical_xor"])
 
 
 def _matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
@@ -182,9 +251,66 @@ def _elements(shape: tuple[int, ...]) -> int:
     return count
 
 
+def _index_shape(shape: tuple[int, ...], index: Any) -> tuple[int, ...] | None:
+    """The shape ``array[index]`` will have (numpy's rules for whole numbers, slices and integer or boolean index
+    arrays), so that a fancy index is refused before it allocates; None where numpy itself will refuse the index."""
+    items = index if isinstance(index, tuple) else (index,)
+    fancy = any(isinstance(i, np.ndarray) for i in items)
+    parts: list[tuple[str, Any]] = []  # ("basic", extent) or ("fancy", shape), in the index's order
+    dim = 0
+    for item in items:
+        if isinstance(item, slice):
+            if dim >= len(shape):
+                return None
+            parts.append(("basic", len(range(*item.indices(shape[dim])))))
+            dim += 1
+        elif isinstance(item, np.ndarray):
+            if item.dtype.kind == "b":
+                if item.ndim == 0 or dim + item.ndim > len(shape):
+                    return None
+                parts.append(("fancy", (int(np.count_nonzero(item)),)))
+                dim += item.ndim
+            else:
+                parts.append(("fancy", item.shape))
+                dim += 1
+        else:  # a whole number: drops its axis (taken as a 0-d index array beside index arrays)
+            if fancy:
+                parts.append(("fancy", ()))
+            dim += 1
+    if dim > len(shape):
+        return None
+    kinds = "".join("f" if kind == "fancy" else "b" for kind, _ in parts)
+    try:
+        together = tuple(np.broadcast_shapes(*[p for kind, p in parts if kind == "fancy"])) if fancy else ()
+    except ValueError:
+        return None
+    basics = [p for kind, p in parts if kind == "basic"]
+    if not fancy:
+        return tuple(basics) + tuple(shape[dim:])
+    first = kinds.index("f")
+    if "b" in kinds[first:kinds.rindex("f")]:  # index arrays apart: their shape comes first
+        return together + tuple(basics) + tuple(shape[dim:])
+    before = kinds[:first].count("b")
+    return tuple(basics[:before]) + together + tuple(basics[before:]) + tuple(shape[dim:])
+
+
+def _take_shape(args: list[Any]) -> tuple[int, ...] | None:
+    a, index = np.shape(args[0]), np.shape(args[1])
+    axis = args[2] if len(args) > 2 else None
+    if axis is None:
+        return index
+    if np.ndim(axis) != 0 or not -len(a) <= int(axis) < len(a):
+        return None
+    axis = int(axis) % len(a)
+    return a[:axis] + index + a[axis + 1:]
+
+
 # numpy's ufuncs take an output array after their inputs: a third argument to maximum() would be written into
-_ARRAY_ARITY = {**{f: (1, 1) for f in ("ceil", "floor", "log2", "log", "abs", "sqrt", "exp", "sin", "cos")},
-                "minimum": (2, 2), "maximum": (2, 2), "where": (3, 3), "matmul": (2, 2), "transpose": (1, 1)}
+_ARRAY_ARITY = {**{f: (1, 1) for f in ("ceil", "floor", "log2", "log", "abs", "sqrt", "exp", "sin", "cos", "int",
+                                       "logical_not")},
+                **{f: (2, 2) for f in ("minimum", "maximum", "matmul", "logical_and", "logical_or", "logical_xor")},
+                **{f: (1, 2) for f in ("cumsum", "cumprod", "flip", "sort")},
+                "where": (3, 3), "transpose": (1, 1), "arange": (1, 3), "take": (2, 3), "bincount": (1, 3)}
 
 
 class _Evaluator:
@@ -250,6 +376,27 @@ class _Evaluator:
             raise self.fail(f"{what}: shapes {' and '.join(str(s) for s in shapes)} do not broadcast") from None
         self.check_elements(tuple(shape), what)
 
+    def _check_size(self, name: str, args: list[Any]) -> None:
+        """Refuse, before it is built, the result of a function that can be larger than its arguments."""
+        try:
+            if name == "arange":
+                self.check_elements((_arange_count(args),), "arange()")
+            elif name == "take":
+                shape = _take_shape(args)
+                if shape is not None:
+                    self.check_elements(shape, "take()")
+            elif name == "bincount" and np.size(args[0]) and np.asarray(args[0]).dtype.kind in "iu":
+                minlength = args[1] if len(args) > 1 and np.ndim(args[1]) == 0 else 0
+                self.check_elements((max(int(np.max(args[0])) + 1, int(minlength)),), "bincount()")
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise self.fail(f"{name}(): {exc}") from None
+
+    def shift(self, left: Any, right: Any, node: ast.AST) -> None:
+        """Refuse a shift by a negative count or by more than :data:`MAX_SHIFT` bits (a Python integer would grow)."""
+        counts = np.asarray(right)
+        if counts.size and counts.dtype.kind in "iub" and (int(np.min(counts)) < 0 or int(np.max(counts)) > MAX_SHIFT):
+            raise self.fail(f"{ast.unparse(node)[:80]!r}: shift counts must lie in 0 .. {MAX_SHIFT}")
+
     def power(self, left: Any, right: Any) -> None:
         """Refuse a power whose result would be past the integer limit, before it is computed."""
         if np.ndim(right) == 0 and abs(float(right)) > MAX_POWER_EXPONENT:
@@ -283,11 +430,13 @@ class _Evaluator:
                     if shape is not None:
                         self.check_elements(shape, repr(ast.unparse(node)[:80]))
                 return self.bounded(self._apply(np.matmul, left, right, node), node)
-            op = _BINOPS.get(type(node.op))
+            op = _BINOPS.get(type(node.op)) or (_BITOPS.get(type(node.op)) if self.arrays else None)
             if op is None:
                 raise self.fail(f"operator {type(node.op).__name__} is not allowed")
             if isinstance(node.op, ast.Pow):
                 self.power(left, right)
+            if isinstance(node.op, (ast.LShift, ast.RShift)):
+                self.shift(left, right, node)
             if self.arrays:
                 self.broadcast([left, right], repr(ast.unparse(node)[:80]))
             return self.bounded(self._apply(op, left, right, node), node)
@@ -296,9 +445,15 @@ class _Evaluator:
             return self._logic(node)
         if isinstance(node, ast.UnaryOp):
             op = _UNARY.get(type(node.op))
+            if op is None and self.arrays and isinstance(node.op, ast.Invert):
+                op = operator.invert
             if op is None:
                 raise self.fail(f"operator {type(node.op).__name__} is not allowed")
-            return self.bounded(op(self.visit(node.operand)), node)
+            operand = self.visit(node.operand)
+            try:
+                return self.bounded(op(operand), node)
+            except TypeError as exc:  # ~ of a float
+                raise self.fail(f"{ast.unparse(node)[:80]!r}: {exc}") from None
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in self.functions:
                 name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)[:80]
@@ -318,6 +473,7 @@ class _Evaluator:
                     shape = _matmul_shape(args[0].shape, args[1].shape)
                     if shape is not None:
                         self.check_elements(shape, "matmul()")
+                self._check_size(name, args)
             try:
                 result = self.functions[name](*args)
             except (ValueError, TypeError, OverflowError, ZeroDivisionError, IndexError) as exc:
@@ -328,6 +484,9 @@ class _Evaluator:
             index = self._index(node.slice)
             if not isinstance(value, np.ndarray):
                 raise self.fail(f"bad subscript: {ast.unparse(node.value)[:80]!r} is not an array")
+            shape = _index_shape(value.shape, index)
+            if shape is not None:
+                self.check_elements(shape, repr(ast.unparse(node)[:80]))
             try:
                 result = value[index]
             except (IndexError, TypeError, ValueError, OverflowError) as exc:
@@ -337,11 +496,14 @@ class _Evaluator:
 
     def _truth(self, value: Any, node: ast.AST) -> bool:
         if isinstance(value, np.ndarray) and value.size != 1:
-            raise self.fail(f"{ast.unparse(node)[:80]!r}: a comparison or and/or/not needs single numbers, not arrays")
+            raise self.fail(f"{ast.unparse(node)[:80]!r}: and/or/not need single numbers, not arrays (on arrays: "
+                            "& | ~ or logical_and, logical_or, logical_not)")
         return bool(value)
 
-    def _logic(self, node: ast.AST) -> int:
-        """A comparison (chains too), ``and``, ``or`` or ``not``, short-circuited as in Python: 1 or 0."""
+    def _logic(self, node: ast.AST) -> Any:
+        """A comparison (chains too), ``and``, ``or`` or ``not``, short-circuited as in Python: 1 or 0. In a check
+        expression a comparison involving an array is element by element (a boolean array, a chain's links joined
+        by ``&``)."""
         if isinstance(node, ast.UnaryOp):
             return int(not self._truth(self.visit(node.operand), node))
         if isinstance(node, ast.BoolOp):
@@ -350,16 +512,21 @@ class _Evaluator:
                 if self._truth(self.visit(value), node) == want:
                     return int(want)
             return int(not want)
-        left = self.visit(node.left)
+        left, together = self.visit(node.left), None
         for op, right_node in zip(node.ops, node.comparators):
             fn = _COMPARE.get(type(op))
             if fn is None:
                 raise self.fail(f"operator {type(op).__name__} is not allowed")
             right = self.visit(right_node)
-            if not self._truth(fn(left, right), node):
+            if self.arrays and (isinstance(left, np.ndarray) or isinstance(right, np.ndarray)):
+                what = repr(ast.unparse(node)[:80])
+                self.broadcast([left, right] if together is None else [together, left, right], what)
+                link = self.bounded(self._apply(fn, left, right, node), node)
+                together = link if together is None else np.logical_and(together, link)
+            elif not self._truth(fn(left, right), node):
                 return 0
             left = right
-        return 1
+        return 1 if together is None else together
 
     def _apply(self, op: Callable[[Any, Any], Any], left: Any, right: Any, node: ast.AST) -> Any:
         try:
