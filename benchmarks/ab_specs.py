@@ -20,7 +20,6 @@ from gpuprofiler.device import open_backend  # noqa: E402
 from gpuprofiler.measure.engine import Engine  # noqa: E402
 from gpuprofiler.measure.policy import TimingPolicy  # noqa: E402
 from gpuprofiler.measure.stats import summarize  # noqa: E402
-from gpuprofiler.models.maxplus.bounds import reaches  # noqa: E402
 from gpuprofiler.workloads.bounds import check_sizes  # noqa: E402
 from gpuprofiler.workloads.builtin import resolve  # noqa: E402
 from gpuprofiler.workloads.kernel import _timed_run, prepare, run_checked  # noqa: E402
@@ -44,7 +43,7 @@ def main() -> int:
         if args.matrix and spec.matrix is not None:
             spec = spec.with_matrix(args.matrix)
         config = {k: int(v) for k, v in (p.split("=") for p in sets.split(",") if p)}
-        check_sizes(spec, [args.size], config, reaches)
+        check_sizes(spec, [args.size], config)
         prepared = prepare(backend, spec, args.size, overrides=config, bounds_checked=True)
         run_checked(backend, prepared)
         runs.append(_timed_run(backend, engine, prepared))

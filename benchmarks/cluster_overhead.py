@@ -21,7 +21,6 @@ from gpuprofiler.measure.policy import TimingPolicy  # noqa: E402
 from gpuprofiler.measure.runners import local_devices  # noqa: E402
 from gpuprofiler.measure.runners.base import Task  # noqa: E402
 from gpuprofiler.measure.runners.dask import DaskRunner  # noqa: E402
-from gpuprofiler.models.maxplus.bounds import reaches  # noqa: E402
 from gpuprofiler.workloads.builtin import portable, resolve  # noqa: E402
 from gpuprofiler.workloads.sweep import item_digest, load_target, sweep_task  # noqa: E402
 
@@ -63,7 +62,7 @@ def main() -> int:
         path = resolve(args.kernel)
         item = load_target(path)
         policy = TimingPolicy(warmup=1, warmup_s=0.0, min_samples=5, budget_s=args.seconds, rel_ci=0.0)
-        tasks = [Task(f"m{i}", sweep_task, (portable(path), item_digest(path, item), [args.size], policy, reaches),
+        tasks = [Task(f"m{i}", sweep_task, (portable(path), item_digest(path, item), [args.size], policy, True),
                       slot=slot) for i in range(max(10, args.tasks // 5))]
         wall, own, n = run(runner, tasks)
         per = (wall - own) / n

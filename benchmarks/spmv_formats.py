@@ -26,7 +26,6 @@ sys.path.insert(0, str(REPO))
 from gpuprofiler.device import open_backend  # noqa: E402
 from gpuprofiler.measure.engine import Engine  # noqa: E402
 from gpuprofiler.measure.stats import model_value  # noqa: E402
-from gpuprofiler.models.maxplus.bounds import reaches  # noqa: E402
 from gpuprofiler.report.plots import plot_tune  # noqa: E402
 from gpuprofiler.report.validation import write_csv  # noqa: E402
 from gpuprofiler.tune import strategies  # noqa: E402
@@ -68,7 +67,7 @@ def ab(backend, spec, size, a: dict, b: dict, seconds: float = 4.0) -> tuple[flo
     engine = Engine(TUNE.but(budget_s=seconds, rel_ci=0.0, max_samples=100000))
     runs = []
     for cfg in (a, b):
-        check_sizes(spec, [size], cfg, reaches)
+        check_sizes(spec, [size], cfg)
         runs.append(_timed_run(backend, engine, prepare(backend, spec, size, overrides=cfg, bounds_checked=True)))
     ta, tb = engine.interleave(runs)
     fa, fb = model_value(ta.device_s), model_value(tb.device_s)
@@ -116,7 +115,7 @@ def main() -> int:
             pick_ab = 1.0
         paired, _, _ = tune(backend, pairs.with_matrix(family), n, "brute", out / family / "pairs")
         pbest = paired.best()
-        [crec] = isolated.measure(backend, csr.with_matrix(family), [n], TUNE, derive=reaches)
+        [crec] = isolated.measure(backend, csr.with_matrix(family), [n], TUNE)
         sp = scipy_time(m)
         csr_bytes = 8 * m.nnz + 4 * (n + 1) + 8 * n
         row = {"family": family, "rows": n, "nnz": m.nnz, "mean_row": round(d["mean_row"], 2),

@@ -17,6 +17,7 @@ LAYERS = (
     ("gpuprofiler", "gpuprofiler.errors", "gpuprofiler.kernels"),
     ("gpuprofiler.device",),
     ("gpuprofiler.measure",),
+    ("gpuprofiler.kernelcode",),
     ("gpuprofiler.workloads",),
     ("gpuprofiler.profile",),
     ("gpuprofiler.microbench",),

@@ -3,7 +3,8 @@ the profile saved here after each one. Many devices calibrate at once, each alon
 
 ``calibrate --cluster ... --all-devices`` writes one profile per device, ``DIR/<device-slug>/<host>/profile.json``
 (``<host>-<device>`` where a host holds several devices of one kind); a rerun skips complete profiles and finishes
-partial ones.
+partial ones. A device whose section fails keeps the sections before it (its ``failure``: the section, the stage and
+the reason) while the others go on.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofiler.calibrate.driver import SECTIONS, calibrate, missing_sections
-from gpuprofiler.errors import DeviceError, UserError
+from gpuprofiler.errors import DeviceError, ItemFailure, UserError
 from gpuprofiler.measure.runners.base import Runner, Slot, Task, TaskFailed
 from gpuprofiler.measure.storage import command_line
 from gpuprofiler.profile.file import Profile, load_profile
@@ -41,6 +42,7 @@ class DeviceRun:
     seconds: float = 0.0
     error: str | None = None
     sections: list[str] = field(default_factory=list)
+    failure: ItemFailure | None = None  # the section that failed, its stage and reason
 
     def task(self, quick: bool, section_fn: Callable) -> Task:
         section = self.todo[0]
@@ -73,10 +75,12 @@ def plan(slot: Slot, path: Path, only: tuple[str, ...], resume: bool = True) -> 
 
 def run_calibrations(runner: Runner, runs: list[DeviceRun], quick: bool = False,
                      say: Callable[[str], None] = lambda m: None,
-                     section_fn: Callable[..., dict] = section_task) -> list[DeviceRun]:
+                     section_fn: Callable[..., dict] | None = None) -> list[DeviceRun]:
     """Each run's sections through ``runner``, one task per section, the next submitted when one ends; the profile
     saved after each (the command and the order of sections as this run asked, the host where it was measured).
-    A device whose task fails (its worker died each try) keeps what it had and the others go on."""
+    A device whose task fails (its worker died each try) keeps what it had and the others go on. ``section_fn``: the
+    task's function (default :func:`section_task`)."""
+    section_fn = section_fn or section_task
     command = command_line()
     planned = {id(r): list(r.todo) for r in runs}
     by_key: dict[str, DeviceRun] = {}
@@ -109,7 +113,8 @@ def run_calibrations(runner: Runner, runs: list[DeviceRun], quick: bool = False,
     def failed(failure: TaskFailed) -> None:
         r = by_key.pop(failure.task.key)
         r.error = str(failure.error)
-        say(f"{r.slot.name}: failed: {failure.error}")
+        r.failure = ItemFailure.of(r.todo[0] if r.todo else "?", failure.error, r.slot.name)
+        say(f"{r.slot.name}: {r.failure.item} failed ({r.failure.stage}): {failure.error}")
 
     runner.run([submit(r) for r in runs if r.todo], done, failed)
     return runs
@@ -131,4 +136,10 @@ def summary_rows(runs: list[DeviceRun]) -> list[dict[str, Any]]:
     return [{"device": r.slot.name, "kind": r.slot.kind, "profile": str(r.path),
              "sections": ",".join(r.sections) or "-", "seconds": r.seconds,
              "status": "failed" if r.error else "complete" if not r.todo else "partial",
-             "error": r.error or ""} for r in runs]
+             "stage": r.failure.stage if r.failure else "", "error": r.error or ""} for r in runs]
+
+
+def failures(runs: list[DeviceRun]) -> list[ItemFailure]:
+    """Each device that did not finish: the section it stopped at, the stage and the reason."""
+    return [r.failure or ItemFailure(r.todo[0], "error", "not finished (no device of the cluster ran it)", r.slot.name)
+            for r in runs if r.failure or r.todo]

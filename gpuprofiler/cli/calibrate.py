@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpuprofiler.cli.common import add_cluster, add_device, cluster_kind, open_runner, progress
+from gpuprofiler.cli.common import add_cluster, add_device, cluster_kind, end_with_failures, open_runner, progress
 from gpuprofiler.errors import UserError
 
 
@@ -110,9 +110,9 @@ def _on_cluster(args: argparse.Namespace, only: tuple[str, ...], runner) -> int:
 
 
 def _fleet(args: argparse.Namespace, only: tuple[str, ...]) -> int:
-    """``calibrate --cluster ... --all-devices``: every device of the cluster, a profile each."""
-    from gpuprofiler.calibrate.fleet import plan, profile_path, run_calibrations, summary_rows
-    from gpuprofiler.errors import DeviceError
+    """``calibrate --cluster ... --all-devices``: every device of the cluster, a profile each; a device whose section
+    fails keeps the sections before it, the others go on, and the failures are listed (OUT/failed.csv too): exit 4."""
+    from gpuprofiler.calibrate.fleet import failures, plan, profile_path, run_calibrations, summary_rows
     from gpuprofiler.measure.storage import results_root
 
     if args.device:
@@ -127,6 +127,7 @@ def _fleet(args: argparse.Namespace, only: tuple[str, ...]) -> int:
         skipped = sum(1 for r in runs if not r.todo)
         progress(f"{len(runs)} device(s): {len(runs) - skipped} to calibrate, {skipped} already complete; profiles "
                  f"under {outdir}")
+        sections = sum(len(r.todo) for r in runs)
         run_calibrations(runner, runs, args.quick, progress)
     except KeyboardInterrupt:
         progress(f"interrupted: each device's finished sections are in its profile under {outdir}; rerun to finish")
@@ -135,11 +136,8 @@ def _fleet(args: argparse.Namespace, only: tuple[str, ...]) -> int:
         runner.close()
     rows = summary_rows(runs)
     for r in rows:
-        print(f"{r['device']:<40} {r['status']:<9} {r['seconds']:7.1f} s  {r['profile']}"
-              + (f"  {r['error']}" if r["error"] else ""))
+        print(f"{r['device']:<40} {r['status']:<9} {r['seconds']:7.1f} s  {r['profile']}")
     bad = [r for r in rows if r["status"] != "complete"]
     print(f"{len(rows) - len(bad)} of {len(rows)} profile(s) complete under {outdir}; compare them with "
           f"`gpuprofiler profile fleet {outdir}`")
-    if bad:
-        raise DeviceError(f"{len(bad)} device(s) did not finish: rerun the same command to retry them")
-    return 0
+    return end_with_failures(failures(runs), outdir / "failed.csv", sections, "section")

@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Any, Sequence
 
-from gpuprofiler.errors import UserError
+from gpuprofiler.errors import SOME_FAILED, ItemFailure, UserError
 from gpuprofiler.measure.policy import TimingPolicy
 
 
@@ -25,6 +25,30 @@ def progress(message: str) -> None:
 def warn(message: str) -> None:
     """A warning on stderr (stdout stays the result, JSON included)."""
     print(f"gpuprofiler: warning: {message}", file=sys.stderr, flush=True)
+
+
+def end_with_failures(failures: Sequence[ItemFailure], csv_path, total: int, what: str = "item",
+                      json_mode: bool = False) -> int:
+    """A run that went on past failed items lists them (the table on stdout, on stderr where stdout is JSON; every
+    reason in full in ``csv_path``, a failed.csv, removed when none failed) and returns its exit status: 0, or
+    :data:`~gpuprofiler.errors.SOME_FAILED`."""
+    from gpuprofiler.report import failures as report
+
+    path = report.write(csv_path, failures)
+    if not failures:
+        return 0
+    out = sys.stderr if json_mode else sys.stdout
+    print(f"\n{len(failures)} of {total} {what}(s) failed:", file=out)
+    for line in report.table(failures, what):
+        print(line, file=out)
+    if len(failures) == 1:  # the reason in full, as an error that stopped the command would say it
+        f = failures[0]
+        print(f"gpuprofiler: 1 of {total} {what}(s) failed: {f.item} ({f.stage}): {' '.join(f.reason.split())} "
+              f"(listed in {path})", file=sys.stderr, flush=True)
+    else:
+        print(f"gpuprofiler: {len(failures)} of {total} {what}(s) failed (listed in {path}); the rest completed",
+              file=sys.stderr, flush=True)
+    return SOME_FAILED
 
 
 def int_list(text: str) -> list[int]:
@@ -90,7 +114,8 @@ def add_timing(p: argparse.ArgumentParser, base: TimingPolicy, budget_option: st
     p.add_argument("--warmup", type=int, default=base.warmup, help=f"untimed warm-up runs (default {base.warmup})")
     p.add_argument("--timeout", type=float, default=base.timeout_s, metavar="SECONDS",
                    help=f"stop a kernel as hung when its measurement gives no result for this long: exit 3, the "
-                        f"records before it kept (default {base.timeout_s:g}; 0: wait for ever)")
+                        f"records before it kept (tune: a failed configuration, the others go on) (default "
+                        f"{base.timeout_s:g}; 0: wait for ever)")
     p.set_defaults(timing_base=base)
 
 

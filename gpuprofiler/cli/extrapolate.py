@@ -47,7 +47,6 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
     from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record
     from gpuprofiler.models.fractal.regimes import recommended_small
-    from gpuprofiler.models.maxplus.bounds import reaches
     from gpuprofiler.profile.file import load_profile
     from gpuprofiler.report.text import print_extrapolation
     from gpuprofiler.workloads.bounds import check_sizes
@@ -85,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if len(small) < FractalPredictor.min_sizes:
             raise UserError(f"give at least {FractalPredictor.min_sizes} small sizes")
         if isinstance(item, KernelSpec):  # every launch against its buffers, before anything is compiled
-            check_sizes(item, list(small) + (list(targets) if args.check else []), None, reaches)
+            check_sizes(item, list(small) + (list(targets) if args.check else []), None, say=progress)
     except BaseException:
         backend.close()
         raise
@@ -95,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         """The item at ``sizes``, timed together: here, or as one task on a device of the cluster's kind."""
         if runner is None:
             return run_sweep(backend, item, sizes, policy(args), check=not args.no_check, on_record=log.append,
-                             progress=progress, isolate=None)
+                             progress=progress, bounds=False, isolate=None)
         from gpuprofiler.measure.runners.base import Task
         from gpuprofiler.measure.storage import provenance
         from gpuprofiler.workloads.builtin import portable
@@ -110,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             progress(f"sizes {', '.join(map(str, sizes))} measured on {outcome.slot.name} in {outcome.seconds:.1f} s")
 
         runner.run([Task("sweep", sweep_task, (portable(path), item_digest(path, item), list(sizes), policy(args),
-                                               reaches, not args.no_check), kind=kind)], done)
+                                               False, not args.no_check), kind=kind)], done)
         return from_records(got)
 
     try:

@@ -41,11 +41,10 @@ def run(args: argparse.Namespace) -> int:
         print(instrument(src.read_text(), spec.kernel, kind, str(src)).source)
         return 0
     from gpuprofiler.device import open_backend
-    from gpuprofiler.models.maxplus.bounds import reaches
     from gpuprofiler.workloads.bounds import check_instance
     from gpuprofiler.workloads.loops import profile_loops
 
-    check_instance(inst, reaches)  # the launch against its buffers, before anything is compiled
+    check_instance(inst, say=progress)  # the launch against its buffers, before anything is compiled
 
     backend = open_backend(args.device)
     try:

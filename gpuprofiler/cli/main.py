@@ -1,4 +1,4 @@
-"""The ``gpuprofiler`` command line. Exit codes: 0 ok, 2 user error, 3 device error, 130 interrupted."""
+"""The ``gpuprofiler`` command line. Exit codes: 0 ok, 2 user error, 3 device error, 4 items failed, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from gpuprofiler.cli import (
     export,
     extrapolate,
     generate,
+    intervals,
     loops,
     maxplus,
     measure,
@@ -28,8 +29,8 @@ from gpuprofiler.cli import (
 from gpuprofiler.errors import DeviceError, GpuProfilerError
 
 # one module per command, in the order `gpuprofiler --help` lists them
-COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, loops, validate, tune, generate,
-            simulate)
+COMMANDS = (devices, measure, extrapolate, export, calibrate, profile, maxplus, pipeline, cache, loops, validate,
+            intervals, tune, generate, simulate)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,6 +14,7 @@ from gpuprofiler.cli.common import (
     add_device,
     add_timing,
     cluster_kind,
+    end_with_failures,
     int_list,
     open_runner,
     overrides,
@@ -58,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
     from gpuprofiler.device import open_backend
     from gpuprofiler.measure.records import repeat_table
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
-    from gpuprofiler.models.maxplus.bounds import reaches
     from gpuprofiler.report.text import print_measurements, print_repeats
     from gpuprofiler.workloads import isolated
     from gpuprofiler.workloads.apps import load_app
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace and not is_app:
         raise UserError("--trace records an app's timeline (a .py app); a spec is one kernel: see `measure --json`")
     if not is_app:  # every launch against its buffers, before a device is opened or anything compiled
-        check_sizes(item, sizes, sets, reaches)
+        check_sizes(item, sizes, sets, say=progress)
     runner = open_runner(args)
     if runner is not None:
         return _on_cluster(args, path, item, sizes, runner)
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             # buffers were checked above
             records += isolated.measure(backend, item, sizes, policy(args), check=check, on_record=keep,
                                         overrides=sets or None, progress=progress, interleave=not args.sequential,
-                                        on_timeline=timeline if args.trace else None)
+                                        bounds=False, on_timeline=timeline if args.trace else None)
     except KeyboardInterrupt:
         progress(f"interrupted: {log.written} finished measurement(s) kept in {log.path}")
         return 130
@@ -157,10 +157,11 @@ def run(args: argparse.Namespace) -> int:
 def _on_cluster(args: argparse.Namespace, path: Path, item, sizes: list[int], runner) -> int:
     """``measure --cluster``: the sizes timed together on one device of a kind (``--device``), or with
     ``--all-devices`` on every device of the cluster; records stored under (device, item digest, size) as each task
-    comes back, what is stored already skipped."""
-    from gpuprofiler.measure.runners.base import Task
+    comes back, what is stored already skipped. A task that fails keeps the sizes it finished; the others go on, the
+    failures are listed (``LOG.failed.csv`` too) and the exit status is 4."""
+    from gpuprofiler.errors import ItemFailure
+    from gpuprofiler.measure.runners.base import Task, measured_before
     from gpuprofiler.measure.storage import KeyedLog, provenance, results_root
-    from gpuprofiler.models.maxplus.bounds import reaches
     from gpuprofiler.report.text import print_measurements
     from gpuprofiler.workloads.builtin import portable
     from gpuprofiler.workloads.sweep import item_digest, sweep_task
@@ -185,7 +186,7 @@ def _on_cluster(args: argparse.Namespace, path: Path, item, sizes: list[int], ru
         for where, kind, slot in places:
             todo = [s for s in sizes if f"{where}|{digest}|{s}" not in store]
             if todo:
-                tasks.append(Task(where, sweep_task, (ref, digest, todo, timing, reaches, not args.no_check),
+                tasks.append(Task(where, sweep_task, (ref, digest, todo, timing, False, not args.no_check),
                                   kind=kind, slot=slot, label=f"{item.name} on {where}"))
         progress(f"{len(tasks)} task(s) on {runner.describe()}; {store.stored} group(s) already in {store.log.path}")
         shown: list[dict] = []
@@ -197,8 +198,18 @@ def _on_cluster(args: argparse.Namespace, path: Path, item, sizes: list[int], ru
             progress(f"{task.label}: {len(outcome.value)} size(s) measured on {outcome.slot.name} in "
                      f"{outcome.seconds:.1f} s; saved")
 
-        failed: list = []
-        runner.run(tasks, done, failed.append)
+        failed: list[ItemFailure] = []
+
+        def failure(got) -> None:
+            kept, slot = measured_before(got, runner.slots())
+            if slot is not None and kept:
+                store.put_many([(f"{got.task.key}|{digest}|{size}", records) for size, records in sorted(kept.items())],
+                               provenance(slot.info, slot.host))
+            failed.append(ItemFailure.of(item.name, got.error, got.task.key))
+            progress(f"{got.task.label}: failed ({failed[-1].stage})" + (f", {len(kept)} size(s) kept" if kept else "")
+                     + "; the other tasks go on")
+
+        runner.run(tasks, done, failure)
     except KeyboardInterrupt:
         progress("interrupted: what finished is kept; rerun to measure the rest")
         return 130
@@ -208,6 +219,5 @@ def _on_cluster(args: argparse.Namespace, path: Path, item, sizes: list[int], ru
         print_measurements(shown)
     progress(f"{store.records} record(s) stored in {store.log.path}" + (f" (first {len(shown)} shown)"
                                                                        if store.records > len(shown) else ""))
-    if failed:
-        raise DeviceError(f"{len(failed)} task(s) failed: " + "; ".join(str(f) for f in failed[:5]))
-    return 0
+    log = store.log.path
+    return end_with_failures(failed, log.with_name(log.stem + ".failed.csv"), len(tasks), "task")

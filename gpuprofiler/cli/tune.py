@@ -1,4 +1,5 @@
-"""``gpuprofiler tune``: search a spec's parameters for the fastest configuration on a device."""
+"""``gpuprofiler tune``: search a spec's parameters for the fastest configuration on a device; configurations that
+fail are listed (failed.csv too) and the search goes on, ending in exit 4."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from gpuprofiler.cli.common import (
     add_device,
     add_timing,
     cluster_device,
+    end_with_failures,
     find_profile,
     open_runner,
     policy,
@@ -143,7 +145,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             print("no configuration ran")
     progress(f"table {out / 'table.csv'}, plot {plot}")
-    return 0 if best else 1
+    failures = tuner.failures(f"kind:{kind}" if runner else backend.info.id)
+    code = end_with_failures(failures, out / "failed.csv", tuner.measured_count, "configuration", args.json)
+    return code if failures or best else 1
 
 
 def _fmt(v) -> str:
@@ -156,4 +160,4 @@ def _print(rows: list[dict], names: list[str]) -> None:
         iv = f"[{_fmt(r['ci_low_s'])}, {_fmt(r['ci_high_s'])}]" if r["status"] == "ok" else ""
         gb = f"{r['gbps']:.2f}" if isinstance(r["gbps"], float) and math.isfinite(r["gbps"]) else "-"
         print(f"{r['config']:<24} {r['status']:<10} {_fmt(r['seconds']):>9} {iv:>19} {_fmt(r['median_s']):>9} "
-              f"{gb:>7}  {' '.join(r['reason'].split())[:90]}")
+              f"{gb:>7}  {(r['stage'] + ': ' if r['stage'] else '') + ' '.join(r['reason'].split())[:90]}")

@@ -1,4 +1,5 @@
-"""``gpuprofiler validate``: every registered predictor on a suite, its targets measured, a report written."""
+"""``gpuprofiler validate``: every registered predictor on a suite, its targets measured, a report written; an item
+that fails is listed (report.md, failed.csv, the terminal) and the run goes on, ending in exit 4."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ import argparse
 import functools
 from pathlib import Path
 
-from gpuprofiler.cli.common import add_cluster, add_device, cluster_kind, name_list, open_runner, progress, warn
+from gpuprofiler.cli.common import (
+    add_cluster,
+    add_device,
+    cluster_kind,
+    end_with_failures,
+    name_list,
+    open_runner,
+    progress,
+    warn,
+)
 from gpuprofiler.errors import DeviceError, UserError
 
 
@@ -109,8 +119,7 @@ def _measure(args: argparse.Namespace, models: list[str], outdir: Path, where_to
             progress(f"interrupted: finished measurements are kept in {outdir / 'measurements.jsonl'}; rerun to resume")
             return 130
         except DeviceError:
-            progress(f"finished measurements are kept in {outdir / 'measurements.jsonl'}; a rerun resumes (--items "
-                     "leaves out an item that crashes the device)")
+            progress(f"finished measurements are kept in {outdir / 'measurements.jsonl'}; a rerun resumes")
             raise
     finally:
         close()
@@ -183,7 +192,8 @@ def _fit_corrections(rows: list[dict]) -> list:
 
 def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: list, device_name: str,
            device_id: str, profile_name: str, notes: list[str]) -> int:
-    """predictions.csv, summary.csv and report.md of a run or a replay, and the summary on stdout."""
+    """predictions.csv, summary.csv and report.md of a run or a replay, and the summary on stdout; the failed items
+    listed (failed.csv too) and the exit status (4 where some failed)."""
     from gpuprofiler.measure.storage import command_line
     from gpuprofiler.models import registry
     from gpuprofiler.report.validation import (
@@ -218,7 +228,8 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
                                                   "profile": profile_name, "command": command_line()})
         meta["notes"].append(f"learned correction fitted on every case written to {path} (models: "
                              f"{', '.join(c.model for c in fitted)})")
-    report = write_report(outdir, results, rows, summary, meta)
+    failures = [res.failure for res in results if res.failure is not None]
+    report = write_report(outdir, [res for res in results if res.failure is None], rows, summary, meta, failures)
     for s in summary:
         loko = (f"  corrected (leave-one-kernel-out) MAPE {100 * s['loko_corrected_mape']:5.1f}%"
                 if s["loko_corrected_mape"] == s["loko_corrected_mape"] else "")
@@ -228,7 +239,7 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
         print(f"  law {b['law']:<8} {b['cases']:>3} cases  MAPE {100 * b['mape']:6.1f}%  median |error| "
               f"{100 * b['median_abs_error']:5.1f}%  max {100 * b['max_abs_error']:7.1f}%  (same sweeps and targets)")
     progress(f"report: {report}")
-    return 0
+    return end_with_failures(failures, outdir / "failed.csv", len(results))
 
 
 def choose(args: argparse.Namespace, outdir: Path, info, calibrate) -> tuple:

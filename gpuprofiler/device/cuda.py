@@ -10,7 +10,7 @@ import numpy as np
 
 from gpuprofiler.device.base import Backend, Buffer, DeviceInfo, Event, Kernel, LaunchHook, check_launches
 from gpuprofiler.device.cuda_hold import HOLD_SOURCE
-from gpuprofiler.errors import DeviceError, UserError
+from gpuprofiler.errors import DeviceError, UserError, at_stage
 
 try:
     import pycuda.driver as cuda
@@ -170,14 +170,15 @@ class CUDABackend(Backend):
             try:
                 module = SourceModule(source, options=opts, no_extern_c=True)
             except cuda.CompileError as exc:
-                raise UserError(f"CUDA compile error:\n{(exc.stderr or str(exc)).strip()}") from None
+                raise at_stage(UserError(f"CUDA compile error:\n{(exc.stderr or str(exc)).strip()}"), "compile") from None
             except cuda.Error as exc:
                 raise _translate(exc, f"loading the module of {kernel_name}") from None
             self._modules[key] = module
         try:
             function = module.get_function(kernel_name)
         except cuda.LogicError:
-            raise UserError(f"kernel {kernel_name!r} not found in the source (declare it extern \"C\")") from None
+            raise at_stage(UserError(f"kernel {kernel_name!r} not found in the source (declare it extern \"C\")"),
+                           "compile") from None
         return CUDAKernel(function, kernel_name, module)
 
     def alloc(self, nbytes: int) -> CUDABuffer:

@@ -20,7 +20,7 @@ from gpuprofiler.device.base import (
     page_batch,
     round_up,
 )
-from gpuprofiler.errors import DeviceError, UserError
+from gpuprofiler.errors import DeviceError, UserError, at_stage
 
 _USER_CODES = {"INVALID_WORK_GROUP_SIZE", "INVALID_WORK_ITEM_SIZE", "INVALID_KERNEL_ARGS", "INVALID_ARG_SIZE",
                "INVALID_ARG_VALUE", "INVALID_GLOBAL_WORK_SIZE", "INVALID_KERNEL_NAME", "INVALID_BUFFER_SIZE"}
@@ -167,13 +167,14 @@ class OpenCLBackend(Backend):
                 except cl.Error:
                     log = ""
                 hint = f"\n{GENERIC_CPU_HINT}" if "unknown target CPU 'generic'" in (log or str(exc)) else ""
-                raise UserError(f"OpenCL compile error:\n{(log or str(exc)).strip()}{hint}") from None
+                raise at_stage(UserError(f"OpenCL compile error:\n{(log or str(exc)).strip()}{hint}"), "compile") from None
             self._programs[key] = program
         try:
             kernel = cl.Kernel(program, kernel_name)
         except cl.Error:
             names = program.get_info(cl.program_info.KERNEL_NAMES)
-            raise UserError(f"kernel {kernel_name!r} not found in the source (it has: {names})") from None
+            raise at_stage(UserError(f"kernel {kernel_name!r} not found in the source (it has: {names})"),
+                           "compile") from None
         return CLKernel(kernel, kernel_name, program)
 
     def alloc(self, nbytes: int) -> CLBuffer:

@@ -71,11 +71,11 @@ def kernel_code(source: str, kernel_name: str) -> str:
     """A short digest of ``kernel_name``'s canonical code (macros unexpanded, so every size of a kernel gets
     one digest); kernels that differ only in names, layout, compound assignments or commutative operand order
     get the same digest. Unparsable source falls back to its text with comments and whitespace removed."""
-    from gpuprofiler.models.maxplus.builder import parse
+    from gpuprofiler.kernelcode.source import parse
 
     text = None
     try:
-        ast, _, _ = parse(source, "kernel")
+        ast = parse(source, "kernel").ast
         fn = next((e for e in ast.ext if isinstance(e, c_ast.FuncDef) and e.decl.name == kernel_name), None)
         if fn is not None:
             params = fn.decl.type.args.params if fn.decl.type.args else []
@@ -105,3 +105,43 @@ def spec_code(spec: Any, kind: str) -> str | None:
         return kernel_code(Path(path).read_text(), spec.kernel)
     except (OSError, UnicodeDecodeError):
         return None
+
+
+@lru_cache(maxsize=256)
+def _access_family(path: str, kind: str) -> str:
+    from gpuprofiler.models.maxplus.builder import build_spec
+    from gpuprofiler.workloads.spec import load_spec
+
+    spec = load_spec(path)
+    size = (spec.small or spec.target or [16])[0]
+    try:
+        kernel = build_spec(spec.instantiate(size), kind, max_statements=1 << 14)
+    except (UserError, ValueError, ArithmeticError, RecursionError, KeyError, TypeError):
+        return f"code:{spec_code(spec, kind)}"
+    parts = {f"{a.kind}:{a.info.get('pattern', 'unit')}" for g in kernel.fragments for a in g.arcs
+             if a.kind in ("read", "write")}
+    if any(g.looped for g in kernel.fragments):
+        parts.add("loop")
+    if kernel.local_bytes:
+        parts.add("local")
+    if len(kernel.fragments) > 1:
+        parts.add("barrier")
+    return ",".join(sorted(parts)) or f"code:{spec_code(spec, kind)}"
+
+
+def access_family(spec: Any, kind: str = "opencl") -> str:
+    """A kernel spec's family, for leaving similar kernels out together: the kinds of its global accesses (read or
+    write; unit-stride, strided, gather, uniform), whether it loops, uses local memory or barriers
+    (``read:unit,write:unit`` for copy, scale, vadd, triad and saxpy alike); a kernel whose code cannot be followed
+    is its own family (its code's digest)."""
+    path = getattr(spec, "path", None)
+    if path is None:
+        return f"code:{spec_code(spec, kind)}"
+    return _access_family(str(path), kind)
+
+
+def family(item: Any, kind: str = "opencl") -> str:
+    """The family of a kernel spec (:func:`access_family`) or of an app (its name: its phases are its own)."""
+    if hasattr(item, "args") and hasattr(item, "kernel"):
+        return access_family(item, kind)
+    return f"app:{getattr(item, 'name', item)}"

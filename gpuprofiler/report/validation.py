@@ -12,11 +12,13 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler import __version__
+from gpuprofiler.report.failures import markdown as failure_lines
 from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 
 PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s", "measured_spread",
                       "measured_visit_spread", "rel_error",
-                      "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail")
+                      "interval_low_s", "interval_high_s", "model_interval_low_s", "model_interval_high_s",
+                      "loko_corrected_s", "loko_rel_error", "family", "crossing", "device_kind", "detail")
 BASELINE_COLUMNS = ("kernel", "size", "model", "law", "predicted_s", "measured_s", "rel_error", "interval_low_s",
                     "interval_high_s")
 BASELINE_SUMMARY_COLUMNS = ("law", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
@@ -110,8 +112,10 @@ def baseline_lines(summary: list[dict]) -> list[str]:
     return lines
 
 
-def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: list[dict], meta: dict) -> Path:
-    """report.md with the tables and the plots embedded, and every plot it names."""
+def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: list[dict], meta: dict,
+                 failures: list[Any] | None = None) -> Path:
+    """report.md with the tables and the plots embedded, and every plot it names; ``failures``: the items that
+    failed (:class:`~gpuprofiler.errors.ItemFailure`), listed after the summary."""
     plots = outdir / "plots"
     plots.mkdir(exist_ok=True)
     scatter = plot_scatter(rows, plots / "predicted_vs_measured.png") if rows else None
@@ -153,6 +157,7 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
                                           "loko_corrected_max_abs_error")]
         lines.append(f"| {s['model']} | {s['cases']} | {100 * s['mape']:.1f}% | {100 * s['median_abs_error']:.1f}% | "
                      f"{100 * s['max_abs_error']:.1f}% | {inside} | {' | '.join(corr)} |")
+    lines += failure_lines(failures or [])
     lines += baseline_lines(meta.get("baselines") or [])
     lines += largest_sizes(rows)
     lines += ["", "## Predictions", "",

@@ -148,7 +148,7 @@ def gpu_measure(request, gpu_device):
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     session = config.stash.get(_SESSION, None)
-    if session is None or not session.results:
+    if session is None or not (session.results or session.failures):
         return
     from gpuprofiler.testing.summary import lines
 

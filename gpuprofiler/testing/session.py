@@ -5,7 +5,8 @@ Kernel specs, builtins and apps are measured by the package's timing engine in t
 (:func:`gpuprofiler.workloads.isolated.measure`: a crashing runtime fails the test, not pytest); a user's callable
 enqueues its kernels through the device's backend in this process, and is timed by the same engine from the
 events of the launches it makes. Every result carries the modelling figure (the 10th percentile of the device
-times), its interval, the median and every raw sample.
+times), its interval, the median and every raw sample. A kernel that is refused, does not compile, fails its check or
+crashes its worker fails its own test only, and is listed with the stage (``GpuSession.failures``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gpuprofiler import __version__
-from gpuprofiler.errors import GpuProfilerError, UserError
+from gpuprofiler.errors import GpuProfilerError, ItemFailure, UserError, at_stage, stage, stage_of
 from gpuprofiler.measure.engine import Engine
 from gpuprofiler.measure.policy import MEASURE
 from gpuprofiler.measure.stats import MODEL_STATISTIC, summarize
@@ -180,6 +181,7 @@ class GpuSession:
     def __init__(self, options: Options):
         self.options = options
         self.results: list[GpuResult] = []
+        self.failures: list[tuple[str, ItemFailure, int | None]] = []  # (test, kernel's failure, size)
         self._devices: dict[str, GpuDevice] = {}
         self._profiles: dict[str, Any] = {}
         self._baselines: dict[str, dict[str, Any]] | None = None
@@ -243,15 +245,21 @@ class GpuSession:
         """Time ``target`` (a spec or app path, a builtin's name, or a callable taking the backend) at ``size`` on
         ``device``, then hold the result to the test's budgets (:meth:`judge`)."""
         policy = MEASURE.but(budget_s=budget_s if budget_s is not None else self.options.budget_s)
+        item = None
         if callable(target) and not isinstance(target, (str, Path)):
             kernel = name or getattr(target, "__name__", None) or test
-            samples = self._time_callable(device, target, policy)
-            item = None
         else:
             item = self._load(target, overrides)
             kernel = name or item.name
             size = self._size(item, size)
-            samples = self._time_item(device, item, size, policy, check, overrides)
+        try:
+            samples = (self._time_callable(device, target, policy) if item is None else
+                       self._time_item(device, item, size, policy, check, overrides))
+        except Failed as exc:
+            if exc.stage:  # the kernel failed (not the test's use of the plugin): listed at the session's end
+                self.failures.append((test, ItemFailure(kernel, exc.stage, getattr(exc, "reason", str(exc)),
+                                                        device.id), size))
+            raise
         s = summarize(samples)
         result = GpuResult(test, kernel, size, device.id, device.name, [float(x) for x in samples], s.model,
                            s.model_ci_low, s.model_ci_high, s.median)
@@ -292,18 +300,20 @@ class GpuSession:
         return int(size)
 
     def _records(self, device: GpuDevice, item, sizes: list[int], policy, check: bool, overrides) -> list[dict]:
-        from gpuprofiler.models.maxplus.bounds import reaches
         from gpuprofiler.workloads import isolated
         from gpuprofiler.workloads.bounds import check_sizes
         from gpuprofiler.workloads.spec import KernelSpec
 
         try:
             if isinstance(item, KernelSpec):
-                check_sizes(item, sizes, overrides, reaches)
+                with stage("bounds", UserError):
+                    check_sizes(item, sizes, overrides)
             return isolated.measure(device.backend, item, sizes, policy, check=check, overrides=overrides or None,
-                                    isolate=self.options.isolate)
+                                    bounds=False, isolate=self.options.isolate)
         except GpuProfilerError as exc:
-            raise Failed(f"{item.name}: {exc}") from None
+            failed = at_stage(Failed(f"{item.name} ({stage_of(exc)}): {exc}"), stage_of(exc))
+            failed.reason = str(exc)
+            raise failed from None
 
     def _time_item(self, device: GpuDevice, item, size: int, policy, check: bool, overrides) -> np.ndarray:
         records = [r for r in self._records(device, item, [size], policy, check, overrides) if r["size"] == size]
@@ -332,7 +342,7 @@ class GpuSession:
         except (Failed, Skip):
             raise
         except GpuProfilerError as exc:
-            raise Failed(str(exc)) from None
+            raise at_stage(Failed(str(exc)), stage_of(exc)) from None
         return np.asarray(timing.device_s, dtype=float)
 
     # ---- budgets -------------------------------------------------------------------------------------------------
@@ -471,7 +481,9 @@ class GpuSession:
     def report(self) -> dict[str, Any]:
         return {"gpuprofiler": __version__, "statistic": MODEL_STATISTIC, "baseline": self.baseline_source or None,
                 "compare_fail": self.options.compare_fail, "alpha": self.options.alpha,
-                "results": [r.to_dict() for r in self.results]}
+                "results": [r.to_dict() for r in self.results],
+                "failed": [{"test": test, "kernel": f.item, "size": size, "device_id": f.device, "stage": f.stage,
+                            "reason": f.reason} for test, f, size in self.failures]}
 
     def write_json(self, path: Path) -> None:
         from gpuprofiler.measure.storage import json_ready

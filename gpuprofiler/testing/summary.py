@@ -1,6 +1,9 @@
-"""The table at the end of a pytest run: every measurement, its figure and interval, baseline, change, verdict."""
+"""The table at the end of a pytest run: every measurement, its figure and interval, baseline, change, verdict; then
+the kernels that failed (stage and reason)."""
 
 from __future__ import annotations
+
+from gpuprofiler.report import failures as report
 
 
 def _ms(value) -> str:
@@ -18,7 +21,7 @@ def lines(session) -> list[str]:
         rows.append((r.kernel, "-" if r.size is None else str(r.size), r.device_id, _ms(r.figure_s),
                      f"{_ms(r.low_s)} .. {_ms(r.high_s)}", _ms(r.baseline_s), change, predicted, r.verdict))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
-    out = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in (head, *rows)]
+    out = ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in (head, *rows)] if rows else []
     alpha = session.options.alpha
     if session.options.compare is not None:
         fail = session.options.compare_fail
@@ -26,5 +29,8 @@ def lines(session) -> list[str]:
                    f"times; change bounds by bootstrap at {1 - alpha:.0%} one-sided"
                    + (f"; regressed = slower than +{fail:.0%} with that confidence" if fail is not None else
                       "; no --gpu-compare-fail: reported, never failed"))
+    failed = [f for _, f, _ in getattr(session, "failures", [])]
+    if failed:
+        out += ["", f"{len(failed)} kernel(s) failed (each failed its own test):", *report.table(failed, "kernel")]
     out += list(getattr(session, "notes_at_end", []))
     return out

@@ -1,6 +1,7 @@
 """The tuner: every configuration the strategy picks is compiled, checked against the spec's reference and timed
 by the package's engine at the target size (its modelling figure, the 10th percentile); a configuration that
-fails to compile, launch or check is reported with the reason and the tune goes on."""
+fails to compile, launch or check is reported with the stage and the reason and the tune goes on (a rerun tries it
+again)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from gpuprofiler.errors import GpuProfilerError, UserError
+from gpuprofiler.errors import GpuProfilerError, ItemFailure, UserError, stage_of
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.runners.base import Task
 from gpuprofiler.models import registry
 from gpuprofiler.models.base import NotApplicable
-from gpuprofiler.models.maxplus.bounds import reaches
 from gpuprofiler.tune.space import Space, config_key
 from gpuprofiler.tune.store import TuneStore, tune_key
 from gpuprofiler.workloads import isolated, sparse
@@ -34,7 +34,7 @@ LLC_FACTOR = 1.25  # ... or larger, so that its arrays exceed the last-level cac
 def table_columns(names: list[str]) -> list[str]:
     """The columns of a tune's table.csv: the parameters, then the figures."""
     return list(names) + ["status", "seconds", "ci_low_s", "ci_high_s", "median_s", "gbps", "samples", "rank_s",
-                          "reason"]
+                          "stage", "reason"]
 
 
 def matrix_key(source: str | None) -> str | None:
@@ -69,9 +69,14 @@ class Result:
     def seconds(self) -> float:
         return float(self.record["model_s"]) if self.record and self.status == "ok" else math.nan
 
+    @property
+    def stage(self) -> str:
+        """Where a failed configuration failed (bounds, compile, check, device crash, timeout, ...); else empty."""
+        return str((self.record or {}).get("stage") or "error") if self.status == "failed" else ""
+
     def row(self) -> dict[str, Any]:
         r = self.record or {}
-        out = {**self.config, "config": self.key, "status": self.status, "reason": self.reason,
+        out = {**self.config, "config": self.key, "status": self.status, "stage": self.stage, "reason": self.reason,
                "seconds": self.seconds, "ci_low_s": r.get("model_ci_low_s", math.nan),
                "ci_high_s": r.get("model_ci_high_s", math.nan), "median_s": r.get("median_s", math.nan),
                "gbps": r.get("gbps") if r.get("gbps") is not None else math.nan, "samples": r.get("samples", 0),
@@ -86,12 +91,17 @@ def measure_config(backend: Any, spec: KernelSpec, size: int, config: dict[str, 
     """One configuration of ``spec`` measured at ``size`` (checked where ``check``): its record, or a failed one
     with the reason."""
     try:
-        recs = isolated.measure(backend, spec, [size], policy, check=check, overrides=dict(config), derive=reaches,
+        recs = isolated.measure(backend, spec, [size], policy, check=check, overrides=dict(config),
                                 isolate=isolate)
         return {**recs[-1], "tune_status": "ok"}
     except GpuProfilerError as exc:
-        return {"kind": "tune", "kernel": spec.name, "size": int(size), "tune_status": "failed",
-                "reason": str(exc)[:500], "error": type(exc).__name__}
+        return failed_record(spec, size, exc)
+
+
+def failed_record(spec: KernelSpec, size: int, exc: BaseException) -> dict:
+    """The stored record of a configuration that failed: the stage and the reason."""
+    return {"kind": "tune", "kernel": spec.name, "size": int(size), "tune_status": "failed", "stage": stage_of(exc),
+            "reason": str(exc)[:500], "error": type(exc).__name__}
 
 
 def tune_task(ctx, spec: KernelSpec, size: int, config: dict[str, Any], policy: TimingPolicy, check: bool) -> dict:
@@ -209,8 +219,7 @@ class Tuner:
                       label=f"{config_key(config)} at {size}") for key, config in todo.items()]
         def failed(failure) -> None:  # its worker died each try (a crashing configuration): stored as failed
             self._stored(failure.task.key, todo[failure.task.key], size, stage,
-                         {"kind": "tune", "kernel": self.spec.name, "size": int(size), "tune_status": "failed",
-                          "reason": str(failure.error)[:500], "error": type(failure.error).__name__}, 0.0)
+                         failed_record(self.spec, size, failure.error), 0.0)
 
         self.runner.run(tasks, lambda task, outcome: self._stored(task.key, todo[task.key], size, stage,
                                                                   {**outcome.value, "tune_device": outcome.slot.name},
@@ -244,7 +253,8 @@ class Tuner:
         result = Result(config, "ok" if ok else "failed", "" if ok else rec.get("reason", ""), rec,
                         previous.rank_record if previous else None, reused)
         self.results[key] = result
-        shown = (f"p10 {result.seconds * 1e3:.4g} ms" if ok else f"failed: {result.reason[:120]}")
+        shown = (f"p10 {result.seconds * 1e3:.4g} ms" if ok else
+                 f"failed ({result.stage}): {' '.join(result.reason.split())[:120]}")
         self.say(f"{key}: {shown}{' (stored)' if reused else ''}")
         return result
 
@@ -292,6 +302,11 @@ class Tuner:
             if config_key(config) not in self.results:
                 rows.append(Result(config, "pending", "not measured").row())
         return sorted(rows, key=lambda r: (order.get(r["status"], 9), r["seconds"] if r["status"] == "ok" else 0))
+
+    def failures(self, device: str = "") -> list[ItemFailure]:
+        """The configurations that failed at the target size, with the stage and the reason."""
+        return [ItemFailure(r.key, r.stage, r.reason, (r.record or {}).get("tune_device") or device)
+                for r in self.results.values() if r.status == "failed"]
 
     def best(self) -> Result | None:
         ok = [r for r in self.results.values() if r.status == "ok"]

@@ -4,7 +4,9 @@ Steps: each item's small-size sweep, each target measured for real, then a predi
 from every predictor of :mod:`gpuprofiler.models.registry` that applies (one row per item, size and
 model; :mod:`gpuprofiler.report.validation` writes the files). Measurements go to
 ``OUTDIR/measurements.jsonl`` the moment each item's sizes finish (they are timed together, interleaved); a rerun reuses those of the same device,
-item (same file contents) and size, so an interrupted run resumes.
+item (same file contents) and size, so an interrupted run resumes. An item that fails (refused by the bounds check,
+not compiling, failing its check, crashing the device, hung) is left out with the stage and the reason
+(``ItemResult.failure``) and the rest go on; a rerun tries it again.
 """
 
 from __future__ import annotations
@@ -21,17 +23,16 @@ from typing import Any
 
 import numpy as np
 
-from gpuprofiler.errors import DeviceError, UserError
+from gpuprofiler.errors import ItemFailure, UserError, stage_of
 from gpuprofiler.measure.policy import VALIDATE, VALIDATE_QUICK, TimingPolicy
 from gpuprofiler.measure.records import pooled
-from gpuprofiler.measure.runners.base import Runner, Task, TaskFailed, raise_failure
+from gpuprofiler.measure.runners.base import Runner, Task, TaskFailed, measured_before
 from gpuprofiler.measure.runners.sequential import SequentialRunner
 from gpuprofiler.measure.stats import model_value, spread
 from gpuprofiler.measure.storage import MeasurementLog, provenance, read_records
 from gpuprofiler.models import correction, registry
 from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
 from gpuprofiler.models.fractal.regimes import recommended_small
-from gpuprofiler.models.maxplus.bounds import reaches
 from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs, portable
 from gpuprofiler.workloads.sweep import Sweep, from_records, item_digest, load_target, sweep_task
 
@@ -166,6 +167,10 @@ class Progress:
             if (key, size) in self.pending:
                 self.pending.remove((key, size))
 
+    def drop(self, key: str) -> None:
+        """The item ``key`` failed: none of its measurements is left to run."""
+        self.pending = [p for p in self.pending if p[0] != key]
+
 
 def _duration(s: float) -> str:
     return f"{s:.1f} s" if s < 10 else f"{s:.0f} s" if s < 120 else f"{s / 60:.0f} min"
@@ -174,7 +179,7 @@ def _duration(s: float) -> str:
 @dataclass
 class ItemResult:
     """One item of the suite: its rows (one per target and model), the fitted predictors, notes and how many
-    of its measurements were taken or reused."""
+    of its measurements were taken or reused; ``failure`` where it failed (then it has no rows)."""
 
     name: str
     path: Path
@@ -186,6 +191,7 @@ class ItemResult:
     measurements: int = 0
     reused: int = 0
     baselines: list[dict] = field(default_factory=list)
+    failure: ItemFailure | None = None
 
 
 def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: TimingPolicy, prog: Progress,
@@ -194,9 +200,10 @@ def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: Timing
     item's sizes in one task, timed in alternation), in ``policy.visits`` visits: every item's first visit, then
     every item's second, so that an item's visits lie minutes apart (its reference check, and its launches
     checked against its buffers by following the kernel's indices, in the first only; later ones against the
-    declared shapes); each visit of a size stored as it reaches this process. Returns the tasks that failed
-    (with the sequential runner a failure is raised instead)."""
+    declared shapes); each visit of a size stored as it reaches this process. Returns the tasks that failed: an
+    item whose task fails is not visited again by this run, and what it measured before is stored."""
     failed: list[TaskFailed] = []
+    broken: set[str] = set()  # the digests of the items that failed
     sequential = isinstance(runner, SequentialRunner)
     visits = max(1, policy.visits)
     visit_of: dict[str, int] = {}
@@ -204,6 +211,8 @@ def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: Timing
     def tasks():
         for visit in range(visits):
             for path, item, digest, small, _ in plan:
+                if digest in broken:
+                    continue
                 todo = [s for s in small + list(item.target) if not store.has(digest, s, visit)]
                 if not todo:
                     continue
@@ -214,7 +223,7 @@ def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: Timing
                 key = f"{digest}:{visit}:{','.join(map(str, todo))}"
                 visit_of[key] = visit
                 yield Task(key, sweep_task, (portable(path), digest, todo, policy.per_visit(visit),
-                                             None if visit else reaches, visit == 0), kind=kind, label=label)
+                                             visit == 0, visit == 0), kind=kind, label=label)
 
     def meta(slot) -> dict | None:
         return None if sequential else provenance(slot.info, slot.host)
@@ -232,7 +241,18 @@ def measure_plan(runner: Runner, store: Store, plan: list[tuple], policy: Timing
             say(f"[{prog.done}/{prog.done + len(prog.pending)}] {task.label}: measured on {outcome.slot.name} in "
                 f"{outcome.seconds:.1f} s; about {_duration(prog.estimate())} of measuring left")
 
-    runner.run(tasks(), done, failed.append if not sequential else raise_failure, on_partial=partial)
+    def failure(got: TaskFailed) -> None:
+        digest = got.task.args[1]
+        kept, slot = measured_before(got, runner.slots())
+        for size, records in sorted(kept.items()) if slot is not None else ():  # (sequential: stored already)
+            store.put(digest, size, records, meta(slot), visit=visit_of[got.task.key], visits=visits)
+        broken.add(digest)
+        failed.append(got)
+        prog.drop(digest)
+        say(f"{got.task.label}: failed ({stage_of(got.error)}): {' '.join(str(got.error).split())[:200]}; the other "
+            f"items go on")
+
+    runner.run(tasks(), done, failure, on_partial=partial)
     return failed
 
 
@@ -289,16 +309,21 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
     prog = Progress(todo, say, guess_s=policy.budget_s * 3 + 1)
     where = slot.device_id if sequential else f"{len(runner.kinds()[kind])} device(s) of {runner.describe()}"
     say(f"{len(plan)} item(s), {len(todo)} measurement(s) to run on {where}")
-    failed = measure_plan(runner, store, plan, policy, prog, kind, say)
-    if failed:
-        raise DeviceError(f"{len(failed)} measurement task(s) failed: " + "; ".join(str(f) for f in failed[:5])
-                          + ("; ..." if len(failed) > 5 else ""))
+    failed: dict[str, TaskFailed] = {}
+    for got in measure_plan(runner, store, plan, policy, prog, kind, say):
+        failed.setdefault(got.task.args[1], got)  # an item's first failure (a cluster may have run a later visit)
     if after_measuring is not None:
         profile = after_measuring(profile)
-    jobs = []
+    jobs, results = [], []
     for path, item, digest, small, notes in plan:
         name = getattr(item, "name", path.stem)
         got = {s: store.get(digest, s) for s in small + list(item.target)}
+        if digest in failed or any(v is None for v in got.values()):  # failed, or (a bug) not every size stored
+            res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel")
+            error = failed[digest].error if digest in failed else UserError("not every size was measured")
+            res.failure = ItemFailure.of(name, error, where if sequential else f"kind:{kind}")
+            results.append(res)
+            continue
         sweep_recs = [r for s in small for r in got[s]]
         checks = {t: from_records(got[t]) for t in item.target}
         res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel", notes=list(notes))
@@ -306,8 +331,12 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
         res.measurements = len(sizes)
         res.reused = sum(1 for s in sizes if (digest, s) in reused_before)
         jobs.append((res, item, from_records(sweep_recs), checks))
-    say(f"predicting {len(jobs)} item(s) with {', '.join(models)}")
-    return predict_items(jobs, profile, models)
+        results.append(res)
+    bad = [r.name for r in results if r.failure]
+    say(f"predicting {len(jobs)} item(s) with {', '.join(models)}"
+        + (f" ({len(bad)} failed: {', '.join(bad)})" if bad else ""))
+    predict_items(jobs, profile, models)  # fills each job's result, in place
+    return results
 
 
 def prediction_threads(jobs: int) -> int:
@@ -396,7 +425,7 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
         return [{**row, "measured_median_s": total.median, "measured_spread": spread(measured.totals[0]),
                  "measured_visit_spread": visit_spread(measured.totals[0], measured.records),
                  "features": p.details.get("features"),
-                 "kernel_code": p.details.get("kernel_code")}]
+                 "kernel_code": p.details.get("kernel_code"), **_calibration_columns(p.details)}]
     out = []
     for phase, got in phases.items():
         if phase not in measured.phases:
@@ -412,8 +441,17 @@ def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
                         "measured_spread": spread(measured.phases[phase][0]),
                         "measured_visit_spread": visit_spread(measured.phases[phase][0], measured.records),
                         "features": got.get("features"),
-                        "kernel_code": got.get("kernel_code")})
+                        "kernel_code": got.get("kernel_code"), **_calibration_columns(got)})
     return out
+
+
+def _calibration_columns(details: dict) -> dict:
+    """What the interval calibration keys a case by (:mod:`gpuprofiler.models.intervals`), and the model's own
+    interval beside the calibrated one."""
+    own = details.get("model_interval_s") or [math.nan, math.nan]
+    return {"family": details.get("family"), "crossing": details.get("crossing"),
+            "device_kind": details.get("device_kind"), "model_interval_low_s": own[0],
+            "model_interval_high_s": own[1]}
 
 
 def visit_spread(samples, records: list[dict]) -> float:

@@ -29,10 +29,10 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from gpuprofiler.errors import DeviceError, GpuProfilerError, UserError
+from gpuprofiler.errors import DeviceError, GpuProfilerError, UserError, at_stage, stage
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.workloads.apps import App, load_app, measure_app
-from gpuprofiler.workloads.bounds import Deriver, check_sizes
+from gpuprofiler.workloads.bounds import check_sizes
 from gpuprofiler.workloads.kernel import measure_spec
 from gpuprofiler.workloads.spec import KernelSpec
 
@@ -96,17 +96,19 @@ class DeviceWorker:
     def measure(self, item: KernelSpec | App, sizes: Iterable[int], policy: TimingPolicy | None = None,
                 check: bool = True, on_record: Callable[[dict], None] | None = None,
                 overrides: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None,
-                interleave: bool = True, derive: Deriver | None = None,
+                interleave: bool = True, bounds: bool = True,
                 on_size: Callable[[int, list[dict]], None] | None = None,
                 on_timeline: Callable[[int, dict], None] | None = None) -> list[dict]:
-        """``measure_spec`` / ``measure_app`` in the worker, the launches' buffers checked here first (with
-        ``derive`` where given); each record reaches ``on_record`` (and each size's ``on_size``) here, in this
-        process, as soon as the worker has built it."""
+        """``measure_spec`` / ``measure_app`` in the worker, the launches' buffers checked here first (unless
+        ``bounds`` is False: a later visit of sizes checked before); each record reaches ``on_record`` (and each
+        size's ``on_size``) here, in this process, as soon as the worker has built it."""
         sizes = [int(s) for s in sizes]
         if isinstance(item, App):
             request = {"kind": "app", "path": str(item.path), "name": item.name, "timeline": on_timeline is not None}
         else:
-            check_sizes(item, sizes, overrides, derive)
+            if bounds:
+                with stage("bounds", UserError):
+                    check_sizes(item, sizes, overrides, say=progress)
             request = {"kind": "spec", "spec": item, "name": item.name, "overrides": overrides}
         request.update(sizes=sizes, policy=policy, check=check, interleave=interleave)
         self.running = (request["name"], sizes[:1])
@@ -165,7 +167,7 @@ class DeviceWorker:
     def _hung(self, timeout: float) -> None:
         self.close(kill=True)
         what, sizes = self.running
-        raise DeviceError(hang_message(what or "the kernel", sizes, timeout))
+        raise at_stage(DeviceError(hang_message(what or "the kernel", sizes, timeout)), "timeout")
 
     def _expect(self, kind: str) -> None:
         try:
@@ -185,9 +187,9 @@ class DeviceWorker:
         self.close(kill=True)
         what, sizes = self.running
         if what is None:
-            raise DeviceError(f"the device runtime crashed while opening {self.device_id} (the worker process "
-                              f"ended with {ended_by(code)})")
-        raise DeviceError(crash_message(what, sizes, code))
+            raise at_stage(DeviceError(f"the device runtime crashed while opening {self.device_id} (the worker "
+                                       f"process ended with {ended_by(code)})"), "device crash")
+        raise at_stage(DeviceError(crash_message(what, sizes, code)), "device crash")
 
     def close(self, kill: bool = False) -> None:
         """Stop the worker: ask it to end (or, with ``kill``, kill it) and wait for it."""
@@ -231,7 +233,7 @@ def close_all() -> None:
 def measure(backend: Any, item: KernelSpec | App, sizes: Iterable[int], policy: TimingPolicy | None = None,
             check: bool = True, on_record: Callable[[dict], None] | None = None,
             overrides: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None,
-            interleave: bool = True, derive: Deriver | None = None,
+            interleave: bool = True, bounds: bool = True,
             on_size: Callable[[int, list[dict]], None] | None = None, isolate: bool | None = None,
             on_timeline: Callable[[int, dict], None] | None = None) -> list[dict]:
     """Measure a spec or an app on ``backend``'s device: in its worker (:class:`DeviceWorker`) unless isolation is
@@ -241,12 +243,12 @@ def measure(backend: Any, item: KernelSpec | App, sizes: Iterable[int], policy: 
         isolate = enabled()
     if isolate:
         return worker(backend.info.id).measure(item, sizes, policy, check, on_record, overrides, progress,
-                                               interleave, derive, on_size, on_timeline)
+                                               interleave, bounds, on_size, on_timeline)
     if isinstance(item, App):
         return measure_app(backend, item, sizes, policy, check, on_record, progress, interleave, on_size,
                            on_timeline=on_timeline)
-    return measure_spec(backend, item, sizes, policy, check, on_record, overrides, progress, interleave, derive,
-                        on_size=on_size)
+    return measure_spec(backend, item, sizes, policy, check, on_record, overrides, progress, interleave,
+                        check_bounds=bounds, on_size=on_size)
 
 
 # ---- the worker's side -----------------------------------------------------------------------------------------
@@ -330,6 +332,7 @@ def _send_error(conn, exc: BaseException) -> None:
         try:
             conn.send(("error", exc))
         except Exception:  # noqa: BLE001 - an error that does not pickle: its message, as the same kind
-            conn.send(("error", DeviceError(str(exc)) if exc.exit_code == 3 else UserError(str(exc))))
+            plain = DeviceError(str(exc)) if exc.exit_code == 3 else UserError(str(exc))
+            conn.send(("error", at_stage(plain, exc.stage) if exc.stage else plain))
         return
     conn.send(("bug", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))))

@@ -10,11 +10,11 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from gpuprofiler.device.base import Backend, Buffer, Kernel
-from gpuprofiler.errors import DeviceError
+from gpuprofiler.errors import DeviceError, UserError, stage
 from gpuprofiler.measure.engine import Engine, Timing
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.records import KERNEL_METRIC, host_figures, record
-from gpuprofiler.workloads.bounds import Deriver, check_instance, check_sizes
+from gpuprofiler.workloads.bounds import check_instance, check_sizes
 from gpuprofiler.workloads.checking import compare, poison
 from gpuprofiler.workloads.safe_eval import names_in
 from gpuprofiler.workloads.spec import KernelSpec, SpecInstance
@@ -43,7 +43,8 @@ def prepare(backend: Backend, spec: KernelSpec, size: int, seed: int = 0,
     expressions already, which also clears a launch padded past the arrays' ends that the kernel guards)."""
     instance = spec.instantiate(size, overrides)
     if not bounds_checked:
-        check_instance(instance)
+        with stage("bounds", UserError):
+            check_instance(instance)
     check_fits(backend, instance)
     source = spec.source_for(backend.kind)
     kernel = backend.compile(source_text if source_text is not None else source.read_text(), spec.kernel,
@@ -209,15 +210,15 @@ def rounds(backend: Backend, spec: KernelSpec, sizes: list[int], overrides: dict
 def measure_spec(backend: Backend, spec: KernelSpec, sizes: Iterable[int], policy: TimingPolicy | None = None,
                  check: bool = True, on_record: Callable[[dict], None] | None = None,
                  overrides: dict[str, Any] | None = None, progress: Callable[[str], None] | None = None,
-                 interleave: bool = True, derive: Deriver | None = None, check_bounds: bool = True,
+                 interleave: bool = True, check_bounds: bool = True,
                  on_size: Callable[[int, list[dict]], None] | None = None,
                  on_stage: Callable[[str, list[int]], None] | None = None) -> list[dict]:
     """Measure ``spec`` at each size; each finished record is passed to ``on_record`` at once (and the records of
     one size, together, to ``on_size``).
 
     First, before anything is compiled, every size's launch is checked against its buffers
-    (:func:`gpuprofiler.workloads.bounds.check_instance`, with ``derive`` following the kernel's index
-    expressions where given; ``check_bounds=False`` when the caller has done so). ``on_stage(stage, sizes)`` is
+    (:func:`gpuprofiler.workloads.bounds.check_instance`: the kernel's code followed; ``check_bounds=False`` when
+    the caller has done so). ``on_stage(stage, sizes)`` is
     told what is about to run (``"prepare"``: compiling, uploading and checking one size; ``"time"``: timing a
     group), so that a crash can be placed. With ``interleave`` the sizes are timed in rounds, one launch of each
     size per round (as many at once as fit, see :func:`rounds`), so that a shared device's changing load falls on
@@ -225,7 +226,8 @@ def measure_spec(backend: Backend, spec: KernelSpec, sizes: Iterable[int], polic
     policy = policy or TimingPolicy()
     sizes = [int(s) for s in sizes]
     if check_bounds:
-        check_sizes(spec, sizes, overrides, derive)
+        with stage("bounds", UserError):
+            check_sizes(spec, sizes, overrides, say=progress)
     groups = rounds(backend, spec, sizes, overrides) if interleave else [[s] for s in sizes]
     records = []
     for group in groups:
@@ -237,7 +239,8 @@ def measure_spec(backend: Backend, spec: KernelSpec, sizes: Iterable[int], polic
             if on_stage:
                 on_stage("prepare", [size])
             one = prepare(backend, spec, size, overrides=overrides, bounds_checked=True)
-            checks.append((True, run_checked(backend, one)) if check and spec.checks else (False, None))
+            with stage("check", UserError):  # a reference that cannot be evaluated fails the check too
+                checks.append((True, run_checked(backend, one)) if check and spec.checks else (False, None))
             prepared.append(one)
         if progress:
             progress(f"{spec.name}: timing size{'s' if len(group) > 1 else ''} {', '.join(map(str, group))}"

@@ -8,18 +8,18 @@ For a spec the one phase is its kernel; for an app the phases come from the run 
 from __future__ import annotations
 
 import hashlib
+import platform
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from gpuprofiler.errors import UserError
+from gpuprofiler.errors import GpuProfilerError, UserError
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.stats import Summary, model_value, summarize
 from gpuprofiler.workloads import isolated
 from gpuprofiler.workloads.apps import App, load_app
-from gpuprofiler.workloads.bounds import Deriver
 from gpuprofiler.workloads.builtin import located
 from gpuprofiler.workloads.spec import KernelSpec, load_spec
 
@@ -100,12 +100,12 @@ def load_target(path: Path) -> KernelSpec | App:
 
 def run_sweep(backend: Any, item: KernelSpec | App, sizes: list[int], policy: TimingPolicy | None = None,
               check: bool = True, on_record: Callable[[dict], None] | None = None,
-              progress: Callable[[str], None] | None = None, derive: Deriver | None = None,
+              progress: Callable[[str], None] | None = None, bounds: bool = True,
               isolate: bool | None = False, on_size: Callable[[int, list[dict]], None] | None = None) -> Sweep:
     """The item measured at ``sizes`` (records to ``on_record`` as they finish, each size's to ``on_size``): in this
     process, or with ``isolate`` (None: unless ``GPUPROFILER_ISOLATION=off``) in the device's worker process
-    (:mod:`gpuprofiler.workloads.isolated`); a spec's buffers checked first, with ``derive`` where given."""
-    records = isolated.measure(backend, item, sizes, policy, check, on_record, progress=progress, derive=derive,
+    (:mod:`gpuprofiler.workloads.isolated`); a spec's buffers checked first (unless ``bounds`` is False)."""
+    records = isolated.measure(backend, item, sizes, policy, check, on_record, progress=progress, bounds=bounds,
                                on_size=on_size, isolate=isolate)
     return from_records(records)
 
@@ -143,10 +143,12 @@ def work_count(item: KernelSpec | App):
 
 
 def sweep_task(ctx, ref: tuple[str, str], digest: str, sizes: list[int], policy: TimingPolicy | None,
-               derive: Deriver | None = None, check: bool = True) -> dict[int, list[dict]]:
+               bounds: bool = True, check: bool = True) -> dict[int, list[dict]]:
     """A runner's task: the item (found by ``ref``, checked to be the one of ``digest``) measured at ``sizes`` on
-    the task's device, timed together in alternation (its buffers checked with ``derive``); each size's records,
-    also emitted (``ctx.emit``) as each size finishes."""
+    the task's device, timed together in alternation (its buffers checked first, unless ``bounds`` is False: a later
+    visit); each size's records,
+    also emitted (``ctx.emit``) as each size finishes. On an error, the sizes finished before it ride on the error
+    (``measured``: :func:`~gpuprofiler.measure.runners.base.measured_before`), so that the client keeps them."""
     path = located(ref)
     item = load_target(path)
     if item_digest(path, item) != digest:
@@ -158,5 +160,10 @@ def sweep_task(ctx, ref: tuple[str, str], digest: str, sizes: list[int], policy:
         by_size[int(size)] = list(records)
         ctx.emit((int(size), list(records)))
 
-    run_sweep(ctx.backend(), item, sizes, policy, check=check, derive=derive, isolate=ctx.isolate, on_size=size_done)
+    try:
+        run_sweep(ctx.backend(), item, sizes, policy, check=check, bounds=bounds, isolate=ctx.isolate,
+                  on_size=size_done)
+    except GpuProfilerError as exc:
+        exc.measured = {"by_size": dict(by_size), "host": platform.node(), "resource": ctx.resource}
+        raise
     return by_size

@@ -1,5 +1,6 @@
 """`gpuprofiler tune` on the real PoCL device: failures reported without stopping, a killed tune resumed."""
 
+import csv
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import time
 import pytest
 from conftest import KERNELS, REPO, run_cli
 
+from gpuprofiler.errors import SOME_FAILED
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.tune.space import parse_space
 from gpuprofiler.tune.store import TuneStore
@@ -59,26 +61,47 @@ def test_failures_are_rows_and_the_tune_goes_on(pocl, variants, tmp_path):
     tuner = Tuner(pocl, spec, 4096, space, store, policy=QUICK, isolate=False)
     create("brute").search(tuner)
     rows = {r["config"]: r for r in tuner.table()}
-    assert rows["V=1;W=64"]["status"] == "ok" and rows["V=1;W=64"]["seconds"] > 0
-    assert rows["V=2;W=64"]["status"] == "failed"  # compile error
+    assert rows["V=1;W=64"]["status"] == "ok" and rows["V=1;W=64"]["seconds"] > 0 and rows["V=1;W=64"]["stage"] == ""
+    assert rows["V=2;W=64"]["status"] == "failed" and rows["V=2;W=64"]["stage"] == "compile"
     assert rows["V=3;W=64"]["status"] == "failed" and "differs" in rows["V=3;W=64"]["reason"]  # wrong result
+    assert rows["V=3;W=64"]["stage"] == "check"
     assert rows["V=1;W=100032"]["status"] == "failed"  # a work-group larger than the device takes
     assert tuner.best().key == "V=1;W=64"
     assert tuner.table()[0]["config"] == "V=1;W=64"
+    assert {f.item: f.stage for f in tuner.failures()}["V=2;W=64"] == "compile" and len(tuner.failures()) == 5
 
-    # a rerun measures nothing: every configuration, failed ones too, comes from the store
-    def refuse(*a, **k):
-        raise AssertionError("measured again")
+    # a rerun measures only the failed configurations again (they fail again); the measured one comes from the store
+    measured = []
+    original = isolated.measure
+
+    def counted(backend, item, sizes, *a, **k):
+        measured.append(k.get("overrides"))
+        return original(backend, item, sizes, *a, **k)
 
     again = Tuner(pocl, spec, 4096, space, TuneStore(tmp_path / "out" / "tune.jsonl", pocl.info), policy=QUICK,
                   isolate=False)
-    original, isolated.measure = isolated.measure, refuse
+    isolated.measure = counted
     try:
         create("brute").search(again)
     finally:
         isolated.measure = original
     assert {r["config"]: r["status"] for r in again.table()} == {k: r["status"] for k, r in rows.items()}
-    assert all(r["reused"] for r in again.table())
+    assert {r["config"] for r in again.table() if r["reused"]} == {"V=1;W=64"} and len(measured) == 5
+
+
+def test_a_configuration_that_does_not_compile_is_listed_and_the_tune_exits_4(variants, tmp_path):
+    """The command's side of the test above (whose rerun tries the failed configurations again): failed.csv, the
+    stage in table.csv and in the table, the reason on stderr, exit 4."""
+    args = ("tune", variants, "--space", "V=1,2", "--size", "4096", "--seconds", "0.05", "-o", tmp_path / "t")
+    done = run_cli(*args)
+    assert done.returncode == SOME_FAILED, done.stderr
+    with open(tmp_path / "t" / "failed.csv", newline="") as fh:
+        [failed] = list(csv.DictReader(fh))
+    assert failed["item"] == "V=2" and failed["stage"] == "compile" and "OpenCL compile error" in failed["reason"]
+    assert "1 of 2 configuration(s) failed: V=2 (compile): OpenCL compile error" in done.stderr
+    assert "best: V=1" in done.stdout and "compile: OpenCL compile error" in done.stdout
+    with open(tmp_path / "t" / "table.csv", newline="") as fh:
+        assert {r["V"]: r["stage"] for r in csv.DictReader(fh)} == {"1": "", "2": "compile"}
 
 
 @pytest.mark.slow

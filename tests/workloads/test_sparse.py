@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.models.maxplus.bounds import reaches
 from gpuprofiler.workloads import sparse
 from gpuprofiler.workloads.kernel import measure_spec
 from gpuprofiler.workloads.safe_eval import evaluate_array
@@ -95,13 +94,12 @@ def test_sell_spec_runs_and_checks_on_every_family(pocl, quick_policy):
     spec = load_spec(SPARSE / "spmv_sell.toml")
     for family in sparse.FAMILIES:
         for S, nt in ((1, 64), (8, 128)):
-            [rec] = measure_spec(pocl, spec.with_matrix(family), [20000], quick_policy, overrides={"S": S, "Nt": nt},
-                                   derive=reaches)
+            [rec] = measure_spec(pocl, spec.with_matrix(family), [20000], quick_policy, overrides={"S": S, "Nt": nt})
             assert rec["checked"] is True and rec["model_s"] > 0
             stored = sparse.sell(family, 20000, S).stored
             assert rec["bytes"] == 8 * stored + 4 * (-(-20000 // S) + 1) + 8 * 20000
     [rec] = measure_spec(pocl, load_spec(SPARSE / "spmv_csr_matrix.toml").with_matrix("powerlaw"), [20000],
-                         quick_policy, derive=reaches)
+                         quick_policy)
     assert rec["checked"] is True
 
 
@@ -113,8 +111,7 @@ def test_a_wrong_sell_kernel_is_caught(pocl, tmp_path):
     from gpuprofiler.errors import CheckError
 
     with pytest.raises(CheckError, match="differs"):
-        measure_spec(pocl, load_spec(tmp_path / "spmv_sell.toml"), [5000], overrides={"S": 4, "Nt": 64},
-                     derive=reaches)
+        measure_spec(pocl, load_spec(tmp_path / "spmv_sell.toml"), [5000], overrides={"S": 4, "Nt": 64})
 
 
 def test_sell_reference_in_the_check_language():
@@ -189,8 +186,7 @@ def test_pairs_of_a_banded_matrix_halve_the_indices():
 def test_sell_pairs_spec_runs_and_checks(pocl, quick_policy):
     spec = load_spec(SPARSE / "spmv_sell_pairs.toml")
     for family in ("poisson2d", "block", "powerlaw"):
-        [rec] = measure_spec(pocl, spec.with_matrix(family), [20000], quick_policy, overrides={"S": 4, "Nt": 64},
-                             derive=reaches)
+        [rec] = measure_spec(pocl, spec.with_matrix(family), [20000], quick_policy, overrides={"S": 4, "Nt": 64})
         assert rec["checked"] is True
         assert rec["bytes"] == 12 * sparse.pair_sell(family, 20000, 4).stored + 4 * (5000 + 1) + 8 * 20000
 
@@ -226,7 +222,7 @@ def test_sell_var_spec_runs_and_checks(pocl, quick_policy):
     spec = load_spec(SPARSE / "spmv_sell_var.toml")
     for family in ("powerlaw", "poisson3d"):
         [rec] = measure_spec(pocl, spec.with_matrix(family), [20000], quick_policy,
-                             overrides={"S": 8, "W": 10, "Nt": 64}, derive=reaches)
+                             overrides={"S": 8, "W": 10, "Nt": 64})
         assert rec["checked"] is True
     with pytest.raises(UserError, match="fraction from 0 to 1"):
         spec.instantiate(20000, {"W": 150})

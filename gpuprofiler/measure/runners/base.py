@@ -177,6 +177,17 @@ def raise_failure(failure: TaskFailed) -> None:
     raise failure.error
 
 
+def measured_before(failure: TaskFailed, slots: list[Slot]) -> tuple[dict[int, list[dict]], Slot | None]:
+    """What a failed task measured before its error (size -> records, left on the error as ``measured`` by the
+    task's function, e.g. :func:`~gpuprofiler.workloads.sweep.sweep_task`) and the slot it ran on (None: unknown)."""
+    got = getattr(failure.error, "measured", None)
+    if not isinstance(got, dict) or not got.get("by_size"):
+        return {}, None
+    slot = failure.task.slot or next((s for s in slots if s.host == got.get("host")
+                                      and s.resource == got.get("resource")), None)
+    return dict(got["by_size"]), slot
+
+
 class Runner(abc.ABC):
     """Runs tasks on the devices it holds (:meth:`slots`); :meth:`run` hands each result to ``on_done`` as it
     finishes (which may return more tasks, run after those given) and each failure to ``on_failed`` (default:

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gpuprofiler.errors import DeviceError, GpuProfilerError, UserError
+from gpuprofiler.errors import DeviceError, GpuProfilerError, UserError, at_stage
 from gpuprofiler.measure.runners.base import (
     OnDone,
     OnFailed,
@@ -278,10 +278,10 @@ class DaskRunner(Runner):
                         waiting.appendleft(task)
                         fill()
                         continue
-                    failure = TaskFailed(task, DeviceError(
+                    failure = TaskFailed(task, at_stage(DeviceError(
                         f"{task.label or task.key}: the worker process running it died each time it was tried, the "
                         f"last time with nothing else on its device (a device runtime crash, or the process was "
-                        f"killed); nothing of it was stored"))
+                        f"killed); nothing of it was stored"), "device crash"))
                 except GpuProfilerError as exc:
                     failure = TaskFailed(task, exc)
                 except (Exception, asyncio.CancelledError) as exc:  # noqa: BLE001 - the cluster's, said as a failure

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+from dataclasses import replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -31,6 +32,8 @@ from gpuprofiler.models.fractal.regimes import (
     roofline,
     work_function,
 )
+from gpuprofiler.models.identity import family
+from gpuprofiler.models.intervals import calibrate
 from gpuprofiler.profile.hardware import view
 from gpuprofiler.workloads.apps import App
 from gpuprofiler.workloads.spec import KernelSpec
@@ -45,6 +48,9 @@ def size_functions(item: Any, probe: int):
 
 
 RIVALS_WARN = 1.5  # rival laws apart by more than this at a target get a warning
+# a sweep whose time grows by less than this power of its work is launch-bound: the work's share of the small
+# sizes' time is under a quarter, so no law's slope is measured there (d ln T / d ln W is that share)
+FLAT_GROWTH = 0.25
 # the device models a sweep defers to where its sizes leave the device partly idle and the target fills it, in order
 DEVICE_MODELS = ("pipeline", "maxplus")
 # what a device model raises for a kernel or a launch it cannot take (then the law stays)
@@ -68,11 +74,12 @@ class FractalPredictor(Predictor):
     needs_measurements = True
 
     def __init__(self, coverage: float = 0.7, extrap: bool | None = None, cache: bool = True,
-                 device_model: bool = True):
+                 device_model: bool = True, calibrated: bool = True):
         self.coverage = coverage
         self.extrap = extrap
         self.cache = cache
         self.device_model = device_model
+        self.calibrated = calibrated
 
     def applies_to(self, item: Any, profile: Any) -> Applicability:
         if not isinstance(item, (KernelSpec, App)):
@@ -92,10 +99,14 @@ class FractalPredictor(Predictor):
         work = (work_function(item, profile, max(measurements.sizes)) if isinstance(item, KernelSpec)
                 else work_count(item))
         self.misses_ = miss_cost(item, profile) if self.cache else None
+        self.kind_ = hw.kind if profile is not None else None
+        self.family_ = family(item)
         self.extrapolation_ = extrapolate(measurements, coverage=self.coverage, c0=c0, working_set=self.working_set_,
                                           curve=hw.bandwidth_curve or None, work=work,
                                           cache_cost=roofline(item, profile), misses=self.misses_)
         self.device_model_: tuple | None | bool = False  # fitted on first use (:meth:`_device_model`)
+        self.flat_ = flat_sweep(item, self.extrapolation_.sweep.subset(self.extrapolation_.used), work,
+                                self.working_set_, self.work_items_)
         self.extrap_models_: dict[str, str] | None = None
         self.extrap_error_: str | None = None
         if self.extrap or (self.extrap is None and extrap_command() is not None):
@@ -189,10 +200,54 @@ class FractalPredictor(Predictor):
         return self.device_model_
 
     def predict(self, sizes: Sequence[int]) -> list[Prediction]:
-        """One prediction per target; its details are the ``extrapolate --json`` record without the check."""
+        """One prediction per target; its details are the ``extrapolate --json`` record without the check. The
+        interval is calibrated on the chosen law's out-of-sample errors (:mod:`gpuprofiler.models.intervals`)."""
         self._fitted()
         warnings = self.target_warnings(sizes)
-        return [self._predict_one(int(t), warnings) for t in sizes]
+        out = []
+        for t in sizes:
+            pred = self._predict_one(int(t), warnings)
+            flat = self.flat_ is not None and "device_model" not in pred.details  # the filling rule knows more
+            if flat:
+                pred = self._launch_bound(int(t), pred)
+            crossing = bool(regime_warnings(self.small_sizes_, [int(t)], self.working_set_, self.work_items_,
+                                            self.profile_))
+            pred.details.update(crossing=crossing, family=self.family_, device_kind=self.kind_)
+            if self.calibrated:
+                own = (pred.low, pred.high)
+                pred = calibrate(pred, self.kind_, self.family_, crossing)
+                if flat:  # the floor and the proportional bound stand: no residual knows them
+                    pred = replace(pred, low=min(pred.low, own[0]), high=max(pred.high, own[1]))
+            out.append(pred)
+        return out
+
+    def _launch_bound(self, t: int, law: Prediction) -> Prediction:
+        """A target of a launch-bound sweep (:func:`flat_sweep`): at least the largest small size's time, at most
+        that time scaled by the work (all of it proportional to the work); the prediction is that time plus what a
+        model of the device adds from the largest small size to the target, or the time itself without one."""
+        growth, measure, last_size, last_s = self.flat_
+        ratio = max(float(measure(t)) / float(measure(last_size)), 1.0)
+        low, high = last_s, last_s * ratio
+        seconds, how = last_s, "the largest small size's time (no model of the device applies)"
+        device = self._device_model() if self.device_model else None
+        if device is not None:
+            try:
+                at_t, at_last = (p.seconds for p in device[1].predict([t, last_size]))
+                seconds = last_s + max(0.0, at_t - at_last)
+                how = f"the largest small size's time plus the work the {device[0]} model adds to the target"
+            except MODEL_FAILURES:
+                pass
+        seconds = min(max(seconds, low), high)
+        rec = dict(law.details)
+        rec.update({"law_s": law.seconds, "law": law.summary, "law_interval_s": [law.low, law.high],
+                    "predicted_s": seconds, "interval_s": [low, high], "model": "launch floor",
+                    "flat_sweep": {"growth": growth, "work_ratio": ratio, "floor_s": last_s}})
+        rec["warnings"] = list(rec.get("warnings", [])) + [
+            f"target {t}: the small sizes are launch-bound (their time grows as the work to the power {growth:.2f}: "
+            f"the work is under {FLAT_GROWTH:.0%} of their time), so no law's slope is measured; predicted from "
+            f"{how}: {seconds:.4g} s, between {low:.4g} s (the floor) and {high:.4g} s (all of the time proportional "
+            f"to the work, {ratio:.3g}x)"]
+        return Prediction(t, seconds, low, high, self.name, "launch floor", rec)
 
     def _predict_one(self, t: int, warnings: list[str]) -> Prediction:
         ex: Extrapolation = self.extrapolation_
@@ -244,6 +299,32 @@ class FractalPredictor(Predictor):
                                    f"{lo:.4g} .. {hi:.4g} s ({hi / lo:.2g}x); the interval is the chosen law's own "
                                    "(measure more or larger small sizes to decide)")
         return Prediction(t, seconds, low, high, self.name, summary, rec)
+
+
+def flat_sweep(item: Any, sweep: Sweep, work, working_set_fn, work_items_fn) -> tuple | None:
+    """(growth, the work measure, the largest small size, its time) where the sweep's time grows by less than
+    :data:`FLAT_GROWTH` powers of its work (the declared work, else the working set, the work-items or the size:
+    the slope of ln T on ln W over the small sizes); None where it grows with the work, or cannot be told."""
+    sizes = list(sweep.sizes)
+    if len(sizes) < 3:
+        return None
+    times = sweep.figures()
+    for measure in (work, working_set_fn, work_items_fn, float):
+        if measure is None:
+            continue
+        try:
+            w = np.array([float(measure(n)) for n in sizes])
+        except (UserError, ValueError, ArithmeticError, TypeError):
+            continue
+        if np.all(w > 0) and np.all(np.isfinite(w)) and w.max() / w.min() >= 1.5:
+            break
+    else:
+        return None
+    growth = float(np.polyfit(np.log(w), np.log(np.maximum(times, 1e-300)), 1)[0])
+    if growth >= FLAT_GROWTH:
+        return None
+    last = int(np.argmax(sizes))
+    return growth, measure, sizes[last], float(times[last])
 
 
 def _percent_range(errors: Sequence[float]) -> str:

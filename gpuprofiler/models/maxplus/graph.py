@@ -97,20 +97,6 @@ class Kernel:
     sample: Any = None                                 # and those work-groups' work-items (requests.Sample)
 
 
-@dataclass
-class Access:
-    """One global access of the kernel's code, in program order (``seq``), at every followed work-item: its
-    element index (``addr``; None where it depends on data the builder does not have) and whether it runs
-    (``active``)."""
-
-    seq: int
-    kind: str          # "read" | "write"
-    array: str
-    elem_bytes: int
-    addr: np.ndarray | None
-    active: np.ndarray
-
-
 def levels(n: int, dst: np.ndarray, src: np.ndarray, loops: np.ndarray | None = None,
            loops_once: bool = True) -> tuple[np.ndarray, int]:
     """The paper's height procedure: strike out nodes with no incoming arcs, round after round.

@@ -7,11 +7,13 @@ import math
 from typing import Any, Sequence
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.kernelcode.source import parameter_names
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
 from gpuprofiler.models.cache.analysis import analyse
 from gpuprofiler.models.cache.streams import Launch, spec_launch
-from gpuprofiler.models.identity import spec_code
-from gpuprofiler.models.maxplus.builder import BuildError, build, build_spec, parameter_names
+from gpuprofiler.models.identity import family, spec_code
+from gpuprofiler.models.intervals import calibrate_all
+from gpuprofiler.models.maxplus.builder import BuildError, build, build_spec
 from gpuprofiler.models.maxplus.models import DEFAULT_MODEL, MODELS, parameters, predict
 from gpuprofiler.models.programs import bind, predict_program
 from gpuprofiler.profile.hardware import view
@@ -40,7 +42,7 @@ class MaxPlusPredictor(Predictor):
 
     def __init__(self, model: str = DEFAULT_MODEL, batches: str | None = None, n: int | None = None,
                  line_bytes: int | None = None, backend: str | None = None, cache: bool = True,
-                 trips: dict[int, float] | None = None):
+                 trips: dict[int, float] | None = None, calibrated: bool = True):
         self.model = model
         self.batches = batches
         self.n = n
@@ -48,6 +50,7 @@ class MaxPlusPredictor(Predictor):
         self.backend = backend
         self.cache = cache
         self.trips = trips
+        self.calibrated = calibrated
 
     def applies_to(self, item: Any, profile: Any) -> Applicability:
         if not isinstance(item, (KernelSpec, App)):
@@ -122,8 +125,8 @@ class MaxPlusPredictor(Predictor):
         self._fitted()
         out = []
         if isinstance(self.spec_, App):
-            return [predict_program(self.spec_, int(size), self.kind_, self.name, self._predict_launch)
-                    for size in sizes]
+            return [self._calibrated(predict_program(self.spec_, int(size), self.kind_, self.name,
+                                                     self._predict_launch)) for size in sizes]
         for size in sizes:
             try:
                 inst, kernel = self._build(int(size))
@@ -134,5 +137,11 @@ class MaxPlusPredictor(Predictor):
             pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches, misses)
             pred.details["notes"] = list(kernel.notes)
             pred.details["kernel_code"] = spec_code(self.spec_, self.kind_)
-            out.append(pred)
+            out.append(self._calibrated(pred))
         return out
+
+    def _calibrated(self, pred: Prediction) -> Prediction:
+        """The interval from the model's out-of-sample errors (:mod:`gpuprofiler.models.intervals`)."""
+        if not self.calibrated:
+            return pred
+        return calibrate_all(pred, view(self.profile_).kind, family(self.spec_, self.kind_))

@@ -15,57 +15,11 @@ are counted at once (vectorised over accesses x warps x lanes):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-WARP, SECTOR, LINE, BANKS = 32, 32, 128, 32
-SAMPLE_ITEMS = 1024  # work-items followed numerically
+from gpuprofiler.kernelcode.sample import WARP, Sample
 
-
-@dataclass
-class Sample:
-    """Whole work-groups, each padded to whole warps: each lane's thread ids, work-group, and validity."""
-
-    ids: dict[str, np.ndarray]
-    group: np.ndarray
-    valid: np.ndarray          # a real work-item inside the global size (not warp padding, not past the grid)
-    warps: int                 # warps in the sample (lanes = 32 * warps)
-
-    @property
-    def size(self) -> int:
-        return len(self.group)
-
-
-def make_sample(global_size: list[int] | None, local_size: list[int], limit: int = SAMPLE_ITEMS,
-                groups: np.ndarray | None = None, items: int | None = None) -> Sample:
-    """As many whole work-groups as fit ``limit`` work-items (at least one), evenly spaced over the grid; or the
-    work-groups numbered ``groups`` (linear, dimension 0 fastest), whatever their count, and of each only its first
-    ``items`` work-items (whole warps) where given."""
-    local = [max(1, int(x)) for x in (list(local_size) + [1, 1, 1])[:3]]
-    glob = [max(1, int(x)) for x in (list(global_size or local) + [1, 1, 1])[:3]]
-    per_group = int(np.prod(local))
-    padded = -(-per_group // WARP) * WARP
-    dims = [-(-g // lsz) for g, lsz in zip(glob, local)]
-    total = int(np.prod(dims))
-    if groups is not None:
-        picks = np.asarray(groups, dtype=np.int64)
-        picks = picks[(picks >= 0) & (picks < total)]
-        if not len(picks):
-            raise ValueError(f"no work-group among {groups!r}: the launch has {total}")
-    else:
-        count = max(1, min(total, limit // padded))
-        picks = np.unique(np.round(np.linspace(0, total - 1, count)).astype(np.int64))
-    bx, by, bz = (np.asarray(v, dtype=np.int64) for v in np.unravel_index(picks, dims, order="F"))
-    lin = np.arange(padded if items is None else min(padded, -(-max(int(items), 1) // WARP) * WARP), dtype=np.int64)
-    lx, ly, lz = lin % local[0], (lin // local[0]) % local[1], lin // (local[0] * local[1])
-    g = len(picks)
-    ids = {"lx": np.tile(lx, g), "ly": np.tile(ly, g), "lz": np.tile(lz, g),
-           "bx": np.repeat(bx, len(lin)), "by": np.repeat(by, len(lin)), "bz": np.repeat(bz, len(lin))}
-    valid = np.tile(lin < per_group, g)
-    for d, name in enumerate("xyz"):
-        valid &= ids["b" + name] * local[d] + ids["l" + name] < glob[d]
-    return Sample(ids, np.repeat(np.arange(g, dtype=np.int64), len(lin)), valid, g * len(lin) // WARP)
+SECTOR, LINE, BANKS = 32, 128, 32
 
 
 def _distinct_per_warp(keys: np.ndarray, active: np.ndarray) -> np.ndarray:

@@ -8,7 +8,8 @@ from typing import Any, Sequence
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
-from gpuprofiler.models.identity import spec_code
+from gpuprofiler.models.identity import family, spec_code
+from gpuprofiler.models.intervals import calibrate_all
 from gpuprofiler.models.pipeline.occupancy import normalise_arch
 from gpuprofiler.models.pipeline.predict import DEFAULT_BUDGET, Options, predict
 from gpuprofiler.models.pipeline.ptx_parser import parse_ptx
@@ -34,11 +35,12 @@ class PipelinePredictor(Predictor):
     description = "static PTX pipeline simulation on one SM (Zhang, Chen and Ming), NVIDIA GPUs"
 
     def __init__(self, arch: str | None = None, budget: int = DEFAULT_BUDGET, trips: dict[str, int] | None = None,
-                 default_trip: int = 1):
+                 default_trip: int = 1, calibrated: bool = True):
         self.arch = arch
         self.budget = budget
         self.trips = trips
         self.default_trip = default_trip
+        self.calibrated = calibrated
 
     def applies_to(self, item: Any, profile: Any) -> Applicability:
         hw = view(profile)
@@ -107,7 +109,8 @@ class PipelinePredictor(Predictor):
     def predict(self, sizes: Sequence[int]) -> list[Prediction]:
         self._fitted()
         if isinstance(self.spec_, App):
-            return [predict_program(self.spec_, int(size), "cuda", self.name, self._predict_launch) for size in sizes]
+            return [self._calibrated(predict_program(self.spec_, int(size), "cuda", self.name, self._predict_launch))
+                    for size in sizes]
         out = []
         for size in sizes:
             sl = spec_launch(self.spec_, int(size), self.arch_)
@@ -116,6 +119,12 @@ class PipelinePredictor(Predictor):
                                 working_set=sl.working_set, budget=self.budget, ptx_text=sl.source.text))
             lo, hi = r["interval_s"]
             r["kernel_code"] = spec_code(self.spec_, "cuda")
-            out.append(Prediction(int(size), r["predicted_s"], lo, hi, self.name,
-                                  f"PTX pipeline simulator, {r['arch']}", r))
+            out.append(self._calibrated(Prediction(int(size), r["predicted_s"], lo, hi, self.name,
+                                                   f"PTX pipeline simulator, {r['arch']}", r)))
         return out
+
+    def _calibrated(self, pred: Prediction) -> Prediction:
+        """The interval from the model's out-of-sample errors (:mod:`gpuprofiler.models.intervals`)."""
+        if not self.calibrated:
+            return pred
+        return calibrate_all(pred, view(self.profile_).kind, family(self.spec_, "cuda"))

@@ -100,7 +100,7 @@ def test_a_target_that_fills_the_device_is_the_device_models_with_its_misses_on_
         tmp_path, device_models):
     item = spec(tmp_path)
     times = latency_bound(SMALL)
-    fit = FractalPredictor(extrap=False).fit(item, profile(), sweep(times))
+    fit = FractalPredictor(extrap=False, calibrated=False).fit(item, profile(), sweep(times))  # its own interval
     assert fit.underfilled(128) is None  # the sweep's own sizes: nothing to defer
     assert fit.underfilled(1024) == (128 * 128, CONCURRENCY)
     p = fit.predict([1024])[0]

@@ -91,7 +91,7 @@ def test_data_dependent_loop_follows_the_specs_inputs(backend):
 
 
 def test_counted_loop_trip_counts_are_exact():
-    from gpuprofiler.models.maxplus.builder import _trips
+    from gpuprofiler.kernelcode.interpret import _trips
 
     start, bound = np.array([0, 5, 3, 10]), np.array([8, 5, 4, 2])
     assert _trips(start, bound, "<", 1).tolist() == [8, 0, 1, 0]

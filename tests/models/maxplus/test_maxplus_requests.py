@@ -5,8 +5,9 @@ addresses and tiny built kernels with exactly known answers."""
 import numpy as np
 import pytest
 
+from gpuprofiler.kernelcode.sample import make_sample
 from gpuprofiler.models.maxplus.builder import build
-from gpuprofiler.models.maxplus.requests import annotate, bank_passes, global_requests, make_sample
+from gpuprofiler.models.maxplus.requests import annotate, bank_passes, global_requests
 
 # ---- the sample -------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Index arithmetic of one work-item: integers, and affine forms in the thread ids.
+"""Index arithmetic of a kernel's code: integers, and affine forms in the thread ids.
 
 The builder executes a kernel for one symbolic work-item; almost every index is affine in the local and group
 ids (``(by*16 + ly)*n + k``) with the launch's scalar arguments already numbers, so it is kept as six integer
@@ -9,6 +9,7 @@ microseconds, which is what makes unrolling a thousand-iteration loop fast. The 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -174,6 +175,12 @@ def coefficients(v) -> tuple[list[Any], Any]:
 
 
 _FLOORDIV = sympy.Function("floordiv")
+NUMERIC: dict[str, Any] = {}  # functions an index may hold that numpy evaluates (bitwise operators)
+
+
+def register_numeric(functions: dict[str, Any]) -> None:
+    """Name sympy functions that numpy evaluates at the sampled work-items (``bitand`` -> ``np.bitwise_and``)."""
+    NUMERIC.update(functions)
 
 
 def _exact_floors(e):
@@ -186,6 +193,12 @@ def _exact_floors(e):
     return e.replace(sympy.floor, floordiv).replace(sympy.ceiling, lambda arg: -floordiv(-arg))
 
 
+@lru_cache(maxsize=4096)
+def _numeric(v):
+    """``v`` as a numpy function of the six thread ids (compiled once per expression)."""
+    return sympy.lambdify(THREAD, _exact_floors(v), modules=[{"floordiv": np.floor_divide, **NUMERIC}, "numpy"])
+
+
 def values(v, sample: dict[str, np.ndarray]) -> np.ndarray | None:
     """The index at every sampled work-item (None where it depends on something else than the thread ids)."""
     n = len(sample["lx"])
@@ -196,8 +209,7 @@ def values(v, sample: dict[str, np.ndarray]) -> np.ndarray | None:
     if isinstance(v, sympy.Basic):
         if v.free_symbols - set(THREAD):
             return None
-        fn = sympy.lambdify(THREAD, _exact_floors(v), modules=[{"floordiv": np.floor_divide}, "numpy"])
-        out = fn(*(sample[s] for s in THREAD_NAMES))
+        out = _numeric(v)(*(sample[s] for s in THREAD_NAMES))
         return np.broadcast_to(np.asarray(out, dtype=np.int64), (n,)).copy()
     return None
 

@@ -1,4 +1,4 @@
-"""Index arithmetic (:mod:`gpuprofiler.models.maxplus.index`) against the same arithmetic evaluated directly on
+"""Index arithmetic (:mod:`gpuprofiler.kernelcode.index`) against the same arithmetic evaluated directly on
 numpy arrays of thread ids, with C's integer semantics (division toward zero, ``%`` with the dividend's sign)."""
 
 import numpy as np
@@ -7,8 +7,8 @@ import sympy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpuprofiler.models.maxplus import index as ix
-from gpuprofiler.models.maxplus.index import THREAD_NAMES, Affine
+from gpuprofiler.kernelcode import index as ix
+from gpuprofiler.kernelcode.index import THREAD_NAMES, Affine
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SYMPY_SETTINGS = settings(SETTINGS, max_examples=50)  # each example builds and lambdifies sympy expressions

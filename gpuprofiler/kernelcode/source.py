@@ -1,0 +1,142 @@
+"""A kernel's source as a C syntax tree: preprocessed (pcpp), its OpenCL and CUDA qualifiers stripped, parsed
+(pycparser), with what the stripping loses kept beside the tree: the local-memory arrays and pointer parameters,
+and the vector width of every name declared with a vector type (``float4 *a``, ``int2 p``)."""
+
+from __future__ import annotations
+
+import ast as pyast
+import io
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import pcpp
+from pycparser import c_ast, c_parser
+from pycparser.c_parser import ParseError
+
+from gpuprofiler.errors import UserError
+
+
+class CodeError(UserError):
+    """A kernel whose code cannot be followed, naming the line and the construct."""
+
+
+class TooLarge(CodeError):
+    """A kernel whose execution passes the statement limit at this size (and, its loops running longer, at larger
+    ones)."""
+
+
+ELEM_BYTES = {"float": 4, "double": 8, "half": 2, "int": 4, "uint": 4, "unsigned": 4, "long": 8, "ulong": 8,
+              "short": 2, "ushort": 2, "char": 1, "uchar": 1, "size_t": 8, "bool": 1}
+DTYPE = {"float": "float", "half": "float", "double": "double"}
+SCALAR_TYPES = "float|double|half|int|uint|char|uchar|short|ushort|long|ulong"
+PRELUDE = ("typedef int uint; typedef int ulong; typedef int ushort; typedef int uchar; typedef int size_t; "
+           "typedef float half; typedef int bool;\n")
+QUALIFIERS = re.compile(r'extern\s+"C"|\b(__kernel|kernel(?=\s+void)|__global__|__device__|__host__|__forceinline__|'
+                        r'__global|global(?=\s+\w)|__constant|constant(?=\s+\w)|__local|local(?=\s+\w)|__shared__|'
+                        r'__private|private(?=\s+\w)|__restrict__|__restrict|restrict|__read_only|__write_only|'
+                        r'__launch_bounds__\s*\([^)]*\))\b')
+ATTRIBUTE = re.compile(r"__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
+LOCAL_DECL = re.compile(r"\b(?:__local|local|__shared__)\s+(?:volatile\s+)?(\w+)\s+(\w+)\s*((?:\[[^\]]+\])+)")
+LOCAL_PARAM = re.compile(r"\b(?:__local|local)\s+(?:const\s+)?(?:volatile\s+)?(\w+)\s*\*\s*(\w+)")
+VECTOR = re.compile(rf"\b({SCALAR_TYPES})(2|3|4|8|16)\b")
+VECTOR_DECL = re.compile(rf"\b(?:{SCALAR_TYPES})(2|3|4|8|16)\b\s*(?:const\s+)?(\**)\s*(?:const\s+)?"
+                         r"(?:__restrict__\s+|__restrict\s+|restrict\s+)?(\w+)")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A parsed kernel source: the syntax tree, local arrays (name -> element type and extents' text), local pointer
+    parameters, and the vector width of names declared with a vector type."""
+
+    ast: Any
+    local_arrays: dict[str, tuple[str, tuple[str, ...]]]
+    local_params: frozenset[str]
+    widths: dict[str, int]
+
+
+def preprocess(text: str, filename: str, defines: dict[str, Any]) -> str:
+    pp = pcpp.Preprocessor()
+    pp.line_directive = "#line"
+    for k, v in defines.items():
+        pp.define(f"{k} {v}")
+    pp.parse(text, filename)
+    out = io.StringIO()
+    pp.write(out)
+    if pp.return_code:
+        raise CodeError(f"{filename}: the preprocessor failed")
+    return out.getvalue()
+
+
+def parse(source: str, filename: str, defines: dict[str, Any] | None = None) -> Parsed:
+    """Preprocess and parse a kernel source. Parsed once per source, file name and defines (a program's launches of
+    one kernel share it; nothing mutates it)."""
+    return _parse(source, filename, tuple(sorted((str(k), str(v)) for k, v in (defines or {}).items())))
+
+
+@lru_cache(maxsize=64)
+def _parse(source: str, filename: str, defines: tuple[tuple[str, str], ...]) -> Parsed:
+    text = preprocess(source, filename, dict(defines))
+    local_arrays = {}
+    for elem, name, dims in LOCAL_DECL.findall(text):
+        local_arrays[name] = (VECTOR.sub(r"\1", elem),
+                              tuple(d.strip() for d in re.findall(r"\[([^\]]+)\]", dims)))
+    local_params = frozenset(name for _, name in LOCAL_PARAM.findall(text))
+    widths = {name: int(width) for width, _, name in VECTOR_DECL.findall(text)}
+    clean = QUALIFIERS.sub(lambda m: " " * len(m.group(0)), ATTRIBUTE.sub(" ", text))
+    clean = VECTOR.sub(r"\1", clean)
+    try:
+        tree = c_parser.CParser().parse(PRELUDE + clean, filename)
+    except ParseError as exc:
+        raise CodeError(f"cannot parse the kernel source: {exc}") from None
+    return Parsed(tree, local_arrays, local_params, widths)
+
+
+def functions(parsed: Parsed) -> dict[str, Any]:
+    """The source's function definitions by name."""
+    return {e.decl.name: e for e in parsed.ast.ext if isinstance(e, c_ast.FuncDef)}
+
+
+def parameter_names(source: str, kernel_name: str, filename: str = "kernel",
+                    defines: dict[str, Any] | None = None) -> list[str]:
+    """The kernel's parameter names, in order (to bind a launch's positional arguments)."""
+    fn = functions(parse(source, filename, defines)).get(kernel_name)
+    if fn is None:
+        raise CodeError(f"{filename}: no kernel named {kernel_name!r}")
+    return [p.name for p in (fn.decl.type.args.params if fn.decl.type.args else [])]
+
+
+_INT_OPS = {pyast.Add: lambda a, b: a + b, pyast.Sub: lambda a, b: a - b, pyast.Mult: lambda a, b: a * b,
+            pyast.FloorDiv: lambda a, b: a // b, pyast.Mod: lambda a, b: a % b,
+            pyast.LShift: lambda a, b: a << b, pyast.RShift: lambda a, b: a >> b,
+            pyast.BitAnd: lambda a, b: a & b, pyast.BitOr: lambda a, b: a | b, pyast.BitXor: lambda a, b: a ^ b}
+
+
+def extent(text: str, filename: str) -> int:
+    """A local array's extent after preprocessing (``16 + 1``, ``(256 / 2)``): C integer arithmetic on constants."""
+    expr = re.sub(r"(?<=\d)[uUlL]+\b", "", text).replace("/", "//")
+    try:
+        tree = pyast.parse(expr, mode="eval")
+
+        def value(node) -> int:
+            if isinstance(node, pyast.Expression):
+                return value(node.body)
+            if isinstance(node, pyast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+                return node.value
+            if isinstance(node, pyast.UnaryOp) and isinstance(node.op, (pyast.USub, pyast.UAdd)):
+                v = value(node.operand)
+                return -v if isinstance(node.op, pyast.USub) else v
+            if isinstance(node, pyast.BinOp) and type(node.op) in _INT_OPS:
+                left, right = value(node.left), value(node.right)
+                if isinstance(node.op, (pyast.LShift, pyast.Mult)) and abs(left) > 1 << 40:
+                    raise ValueError("too large")
+                return _INT_OPS[type(node.op)](left, right)
+            raise ValueError("not an integer constant expression")
+
+        n = value(tree)
+    except (SyntaxError, ValueError, ZeroDivisionError, RecursionError, MemoryError):
+        raise CodeError(f"{filename}: local array extent {text!r} is not an integer constant") from None
+    if not 0 < n <= 1 << 30:
+        raise CodeError(f"{filename}: local array extent {text!r} = {n} is not a positive size")
+    return n
