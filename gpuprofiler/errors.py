@@ -10,9 +10,9 @@ from dataclasses import dataclass
 # listed in its report with the stage and the reason
 SOME_FAILED = 4
 
-# where an item fails: refused by the buffer bounds check, its kernel not compiling, its result wrong against the
+# where an item fails: not plannable (no targets, no small sizes below them), refused by the buffer bounds check, its kernel not compiling, its result wrong against the
 # numpy reference, the device runtime crashing while running it, or stopped as hung
-STAGES = ("bounds", "compile", "check", "device crash", "timeout")
+STAGES = ("plan", "bounds", "compile", "check", "device crash", "timeout")
 
 
 class GpuProfilerError(Exception):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-STAGES = ("device", "measure", "workloads", "profile", "microbench", "calibrate", "models", "validate", "report",
+STAGES = ("device", "measure", "kernelcode", "workloads", "profile", "microbench", "calibrate", "models", "validate", "report",
           "cli")
 
 

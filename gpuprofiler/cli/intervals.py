@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
                      help="`validate` output folders (live or --replay) whose predictions.csv rows are the cases")
     fit.add_argument("-o", "--output", required=True, metavar="FILE", help="the calibration file to write")
     fit.add_argument("--level", type=float, default=None,
-                     help="the share of out-of-sample cases an interval is made to hold (default 0.9)")
+                     help="the share of out-of-sample cases an interval is made to hold (default 0.8)")
     fit.set_defaults(func=run_fit)
     show = isub.add_parser("show", help="a calibration's cases and its leave-family-out coverage and widths")
     show.add_argument("file", nargs="?", metavar="FILE", help="a calibration file (default: the shipped one)")

@@ -22,7 +22,9 @@ from gpuprofiler.errors import DeviceError, UserError
 
 def add_parser(sub) -> None:
     p = sub.add_parser("validate", help="run every applicable model on a suite, measure the targets, write a report")
-    p.add_argument("--suite", default="builtin", help="'builtin' (default) or a folder of kernel specs and apps")
+    p.add_argument("--suite", default="builtin",
+                   help="'builtin' (default), 'blind' (kernels never tuned on), 'foreign' (development kernels in "
+                        "other people's idioms) or a folder of kernel specs and apps")
     p.add_argument("--items", type=name_list, help="only these items of the suite (comma-separated names)")
     add_device(p, "device id (default: the default device)")
     p.add_argument("--profile", help="hardware profile (default: OUTDIR/profile.json from an earlier run, else the "

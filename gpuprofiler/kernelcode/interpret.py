@@ -140,6 +140,7 @@ class _Frame:
     gone_must: np.ndarray
     next_may: np.ndarray | None = None  # a loop's work-items that continued: back at the next pass
     next_must: np.ndarray | None = None
+    exited: bool = False  # a function some work-items left under a condition on the work-item (``if (i >= n) return;``)
     value: list = field(default_factory=list)  # a function's returned values, with the work-items that return each
 
 
@@ -255,6 +256,12 @@ class Executor:
                 break
         return may, must
 
+    @property
+    def conditional(self) -> bool:
+        """Whether the statement being run is conditional on the work-item: under a branch on it, or after some
+        work-items returned under one (the rest of the function is then the other arm of that branch)."""
+        return bool(self.guards) or next(f for f in reversed(self.frames) if f.kind == "function").exited
+
     def restore(self, mask: np.ndarray, must: np.ndarray) -> None:
         """Back to a statement that ran under ``mask``/``must``, less the work-items that left since."""
         may_gone, must_gone = self.gone()
@@ -275,6 +282,8 @@ class Executor:
         else:
             target.gone_may |= self.mask
             target.gone_must |= self.must
+        if kind == "function" and self.guards:
+            target.exited = True
         self.mask = np.zeros_like(self.mask)
         self.must = np.zeros_like(self.must)
 
@@ -323,6 +332,7 @@ class Interpreter:
     def __init__(self, b: Executor, c_ast, functions: dict):
         self.b, self.c, self.functions = b, c_ast, functions
         self.depth = 0
+        self.loops: list[int] = []  # source lines of the loops being run, outermost first
 
     # ---- declarations -------------------------------------------------------------------------
     def declare_param(self, p, local_params) -> None:
@@ -360,8 +370,10 @@ class Interpreter:
         self.b.begin_statement()
         self.b.executed += 1
         if self.b.executed > self.b.max_statements:
-            raise self.b.error(s, f"more than {self.b.max_statements} statements after unrolling: the graph is too "
-                                  "large", TooLarge)
+            where = (f"the loop{'s' if len(self.loops) > 1 else ''} at line{'s' if len(self.loops) > 1 else ''} "
+                     f"{', '.join(map(str, self.loops))} unroll" if self.loops else "the kernel unrolls")
+            raise self.b.error(s, f"{where} past {self.b.max_statements} statements for one work-item (a body of "
+                                  "that many statements after unrolling: the graph is too large)", TooLarge)
         if isinstance(s, c.Compound):
             self.block(s)
         elif isinstance(s, c.Decl):
@@ -618,6 +630,13 @@ class Interpreter:
                               f"arguments (it depends on {what})")
 
     def loop(self, s) -> None:
+        self.loops.append(getattr(s.coord, "line", 0))
+        try:
+            self._loop(s)
+        finally:
+            self.loops.pop()
+
+    def _loop(self, s) -> None:
         c = self.c
         if s.init is not None:
             self.stmt(s.init)
@@ -715,6 +734,13 @@ class Interpreter:
             self._pass(body, step)
 
     def while_loop(self, s) -> None:
+        self.loops.append(getattr(s.coord, "line", 0))
+        try:
+            self._while_loop(s)
+        finally:
+            self.loops.pop()
+
+    def _while_loop(self, s) -> None:
         if self.counted(s):
             self.b.frames.append(self.b._frame("loop"))
             try:
@@ -1343,12 +1369,28 @@ def _counted_form(s, c, var: str | None) -> tuple[str, Any, int] | None:
     if isinstance(nxt, c.UnaryOp) and isinstance(nxt.expr, c.ID) and nxt.expr.name == var:
         step = 1 if "++" in nxt.op else -1 if "--" in nxt.op else None
     elif (isinstance(nxt, c.Assignment) and isinstance(nxt.lvalue, c.ID) and nxt.lvalue.name == var
-          and nxt.op in ("+=", "-=") and isinstance(nxt.rvalue, c.Constant)):
-        k = _constant(nxt.rvalue)
+          and nxt.op in ("+=", "-=")):
+        k = _constant_int(nxt.rvalue, c)
         step = (k if nxt.op == "+=" else -k) if isinstance(k, int) else None
     if not step:
         return None
     return op, right, step
+
+
+def _constant_int(e, c) -> int | None:
+    """An integer constant expression's value (``16 * 16`` after the preprocessor), else None."""
+    if isinstance(e, c.Constant):
+        v = _constant(e)
+        return v if isinstance(v, int) else None
+    if isinstance(e, c.UnaryOp) and e.op in ("-", "+"):
+        v = _constant_int(e.expr, c)
+        return None if v is None else (-v if e.op == "-" else v)
+    if isinstance(e, c.BinaryOp) and e.op in ("+", "-", "*", "<<"):
+        a, b = _constant_int(e.left, c), _constant_int(e.right, c)
+        if a is None or b is None or (e.op == "<<" and not 0 <= b < 63):
+            return None
+        return {"+": a + b, "-": a - b, "*": a * b, "<<": a << b if e.op == "<<" else 0}[e.op]
+    return None
 
 
 def _trips(start: np.ndarray, bound: np.ndarray, op: str, step: int) -> np.ndarray | None:

@@ -40,6 +40,10 @@ class Applicability:
 APPLIES = Applicability(True)
 
 
+# what a static model's refusal adds: the predictor that needs no code analysis, only measurements
+STILL_APPLIES = "the fractal extrapolation from measured small sizes still applies"
+
+
 def refuse(reason: str) -> Applicability:
     return Applicability(False, reason)
 

@@ -33,7 +33,7 @@ import numpy as np
 from gpuprofiler.errors import UserError
 
 DEFAULT_FILE = Path(__file__).with_name("intervals.json")
-LEVEL = 0.9  # the share of out-of-sample cases an interval is made to hold
+LEVEL = 0.8  # the share of out-of-sample cases an interval is made to hold
 MIN_CASES = 8  # residuals (of distinct kernels) below which a group is too small to calibrate on
 UNSEEN_WIDEN = 2.0  # log-width factor for a kind of device the calibration has no residuals of
 CROSSING_WIDEN = 1.5  # log-width factor for a regime crossing without crossings to calibrate on
@@ -131,13 +131,20 @@ class Calibration:
                 widen *= CROSSING_WIDEN
                 notes.append(f"the target crosses a regime boundary of its sweep and the calibration holds too few "
                              f"such crossings: widened {CROSSING_WIDEN:g}x")
-        lo, hi, cases, kernels = conformal(pool, self.level)
+        kernels_in = len({r.kernel for r in pool})
+        level = min(self.level, 1.0 - 2.0 / (kernels_in + 1)) if kernels_in else self.level
+        if level < self.level:  # finite bounds need at least 2 / (1 - level) - 1 kernels
+            notes.append(f"the calibration holds {kernels_in} kernel(s) for this case: an interval of level "
+                         f"{level:.2f}, not {self.level:g}")
+        lo, hi, cases, kernels = conformal(pool, level) if level > 0 else (-math.inf, math.inf, len(pool), kernels_in)
+        if not math.isfinite(lo) or not math.isfinite(hi):
+            lo, hi = -MAX_LOG, MAX_LOG
         if not cases:
             lo, hi = -MAX_LOG, MAX_LOG
             notes.append(f"no calibration of {model} at all: the widest interval")
         lo, hi = max(lo * widen, -MAX_LOG), min(hi * widen, MAX_LOG)
         low, high = seconds * math.exp(min(lo, 0.0)), seconds * math.exp(max(hi, 0.0))
-        return Interval(low, high, cases, kernels, self.level, notes)
+        return Interval(low, high, cases, kernels, level, notes)
 
     def to_dict(self) -> dict[str, Any]:
         return {"level": self.level, "sources": self.sources, "meta": self.meta,
@@ -232,15 +239,16 @@ def calibrate_all(prediction, kind: str | None, family: str, crossing: bool = Fa
     each phase (family ``FAMILY/PHASE``); the family, the crossing and the device kind go into the details."""
     cal = calibration if calibration is not None else load()
     phases = prediction.details.get("phases")
-    if isinstance(phases, dict) and cal.residuals:
+    if isinstance(phases, dict):
         for name, ph in phases.items():
             if not isinstance(ph, dict) or "predicted_s" not in ph:
                 continue
             fam = f"{family}/{name}"
-            got = cal.interval(prediction.model, kind, float(ph["predicted_s"]), fam, crossing)
-            ph["model_interval_s"] = list(ph.get("interval_s", [got.low, got.high]))
-            ph["interval_s"] = [got.low, got.high]
             ph.update(family=fam, crossing=crossing, device_kind=kind)
+            if cal.residuals:
+                got = cal.interval(prediction.model, kind, float(ph["predicted_s"]), fam, crossing)
+                ph["model_interval_s"] = list(ph.get("interval_s", [got.low, got.high]))
+                ph["interval_s"] = [got.low, got.high]
     prediction.details.update(family=family, crossing=crossing, device_kind=kind)
     return calibrate(prediction, kind, family, crossing, cal)
 

@@ -33,7 +33,7 @@ from gpuprofiler.measure.storage import MeasurementLog, provenance, read_records
 from gpuprofiler.models import correction, registry
 from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
 from gpuprofiler.models.fractal.regimes import recommended_small
-from gpuprofiler.workloads.builtin import builtin_apps, builtin_specs, portable
+from gpuprofiler.workloads.builtin import CORPORA, builtin_apps, builtin_specs, corpus, portable
 from gpuprofiler.workloads.sweep import Sweep, from_records, item_digest, load_target, sweep_task
 
 
@@ -43,9 +43,9 @@ def suite_paths(suite: str, items: list[str] | None = None) -> list[Path]:
     if suite == "builtin":
         paths = builtin_specs() + builtin_apps()
     else:
-        folder = Path(suite)
+        folder = corpus(suite) if suite in CORPORA and not Path(suite).is_dir() else Path(suite)
         if not folder.is_dir():
-            raise UserError(f"--suite {suite!r}: not 'builtin' and not a folder")
+            raise UserError(f"--suite {suite!r}: not 'builtin', {', '.join(map(repr, CORPORA))} or a folder")
         paths = sorted(folder.glob("*.toml")) + sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
         if not paths:
             raise UserError(f"--suite {suite}: no kernel specs (*.toml) or apps (*.py) in the folder")
@@ -294,15 +294,22 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
     reused_before = set(store.groups)
     if store.reused:
         say(f"reusing {store.reused} finished measurement(s) from {store.log.path}")
-    plan = []
+    plan, unplanned = [], []
     for path in suite_paths(suite, items):
         item = load_target(path)
-        if not item.target:
-            raise UserError(f"{path}: validate needs the item's default target sizes")
-        small, notes, _ = (list(item.small), [], "spec") if spec_sizes else recommended_small(item, item.target,
-                                                                                              profile)
-        if len(small) < 2 or max(small) >= min(item.target):
-            raise UserError(f"{path}: validate needs at least two small sizes below the targets (got {small})")
+        name = getattr(item, "name", path.stem)
+        small, notes = [], []
+        if item.target:
+            small, notes, _ = (list(item.small), [], "spec") if spec_sizes else recommended_small(
+                item, item.target, profile)
+        why = ("validate needs the item's default target sizes" if not item.target else
+               f"validate needs at least two small sizes below the targets (got {small})"
+               if len(small) < 2 or max(small) >= min(item.target) else None)
+        if why is not None:  # this item cannot be validated: the others still are
+            res = ItemResult(name, path, "app" if path.suffix == ".py" else "kernel")
+            res.failure = ItemFailure(name, "plan", f"{path}: {why}")
+            unplanned.append(res)
+            continue
         plan.append((path, item, item_digest(path, item), small, notes))
     todo = [(d, s) for v in range(max(1, policy.visits)) for _, item, d, small, _ in plan
             for s in small + list(item.target) if not store.has(d, s, v)]
@@ -314,7 +321,7 @@ def run(runner: Runner | Any, suite: str, outdir: Path, profile=None, models: li
         failed.setdefault(got.task.args[1], got)  # an item's first failure (a cluster may have run a later visit)
     if after_measuring is not None:
         profile = after_measuring(profile)
-    jobs, results = [], []
+    jobs, results = [], list(unplanned)
     for path, item, digest, small, notes in plan:
         name = getattr(item, "name", path.stem)
         got = {s: store.get(digest, s) for s in small + list(item.target)}

@@ -23,6 +23,16 @@ def builtin_extras() -> list[Path]:
     return sorted((kernels_dir() / "sparse").glob("*.toml"))
 
 
+# corpora shipped beside the builtin suite, run by name (``validate --suite blind``): test data never tuned on, and
+# the foreign-style development kernels
+CORPORA = ("blind", "foreign")
+
+
+def corpus(name: str) -> Path:
+    """The folder of a shipped corpus (:data:`CORPORA`)."""
+    return kernels_dir() / name
+
+
 def builtin_apps() -> list[Path]:
     return sorted(p for p in (kernels_dir() / "apps").glob("*.py") if not p.name.startswith("_"))
 

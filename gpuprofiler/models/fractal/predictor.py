@@ -3,6 +3,7 @@ sizes (Escobar & Boppana's method and the laws past it, :mod:`.extrapolate`)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import subprocess
 from dataclasses import replace
@@ -28,6 +29,8 @@ from gpuprofiler.models.fractal.misses import miss_cost, regime_costs
 from gpuprofiler.models.fractal.regimes import (
     cache_boundaries,
     concurrency,
+    crosses_regime,
+    filling,
     regime_warnings,
     roofline,
     work_function,
@@ -65,7 +68,8 @@ class FractalPredictor(Predictor):
     sampled address stream against the profile's caches) compete; ``device_model``, predict a target that fills
     the device from a model of the device (the PTX pipeline, else max-plus) where every small size leaves part of
     it idle and the target stays in the caches that held them (:meth:`defers_to_device`): no law fitted there can
-    know how much faster a full device works.
+    know how much faster a full device works; ``calibrated``, the interval from the chosen law's out-of-sample errors
+    (:mod:`gpuprofiler.models.intervals`). A spec that declares no work has the bytes it touches for its work.
     """
 
     name = "fractal"
@@ -98,6 +102,9 @@ class FractalPredictor(Predictor):
         c0 = hw.figure("launch.event_s").value
         work = (work_function(item, profile, max(measurements.sizes)) if isinstance(item, KernelSpec)
                 else work_count(item))
+        self.work_proxy_ = work is None and isinstance(item, KernelSpec) and self.working_set_ is not None
+        if self.work_proxy_:  # no declared work: the bytes it touches, as a stream does (its exponent the kernel's)
+            work = functools.cache(filling(self.working_set_, item, profile))
         self.misses_ = miss_cost(item, profile) if self.cache else None
         self.kind_ = hw.kind if profile is not None else None
         self.family_ = family(item)
@@ -210,8 +217,7 @@ class FractalPredictor(Predictor):
             flat = self.flat_ is not None and "device_model" not in pred.details  # the filling rule knows more
             if flat:
                 pred = self._launch_bound(int(t), pred)
-            crossing = bool(regime_warnings(self.small_sizes_, [int(t)], self.working_set_, self.work_items_,
-                                            self.profile_))
+            crossing = crosses_regime(self.small_sizes_, int(t), self.working_set_, self.work_items_, self.profile_)
             pred.details.update(crossing=crossing, family=self.family_, device_kind=self.kind_)
             if self.calibrated:
                 own = (pred.low, pred.high)

@@ -57,6 +57,28 @@ def regime_warnings(small: list[int], targets: list[int], working_set, work_item
     return out
 
 
+def crosses_regime(small: list[int], target: int, working_set, work_items, profile) -> bool:
+    """Whether ``target`` lies past a boundary that every small size stays within: its working set past the
+    last-level cache, or its work-items past the device's concurrency (the regime changes a law fitted to the
+    small sizes cannot see; the inner cache levels every sweep crosses do not count)."""
+    if profile is None:
+        return False
+    bounds = cache_boundaries(profile)
+    checks = [(max(size for _, size in bounds), working_set)] if bounds else []
+    conc = view(profile).figure("concurrency.work_items").value
+    if conc and conc > 1:
+        checks.append((float(conc), work_items))
+    for limit, measure in checks:
+        if measure is None:
+            continue
+        try:
+            if float(measure(target)) > limit >= max(float(measure(s)) for s in small):
+                return True
+        except Exception:  # noqa: BLE001 - a size the item cannot evaluate: no crossing known
+            continue
+    return False
+
+
 def _bytes(v: float) -> str:
     return f"{v / 2**20:.1f} MiB" if v >= 2**20 else f"{v / 2**10:.0f} KiB"
 
@@ -78,8 +100,9 @@ def launch_overhead(profile) -> float | None:
 
 def run_cost(item, profile):
     """A rough time of one run at size n from the profile, monotone in n: the spec's declared bytes over the read
-    bandwidth and flops over twice the FMA throughput, whichever is larger (an app's working set over the
-    bandwidth). It only places the small sizes; None where the item declares no work or the profile lacks it."""
+    bandwidth and flops over twice the FMA throughput, whichever is larger (a spec that declares no work, and an
+    app: its working set over the bandwidth). It only places the small sizes; None where the profile lacks the
+    figures."""
     from gpuprofiler.workloads.spec import KernelSpec
     from gpuprofiler.workloads.sweep import working_set
 
@@ -88,7 +111,7 @@ def run_cost(item, profile):
     fma = next((f for f in (hw.instruction(n, "throughput_ops_per_s") for n in FMA_NAMES) if f.ok and f.value > 0),
                None)
     bw_ok = bw.ok and bw.value > 0
-    if isinstance(item, KernelSpec):
+    if isinstance(item, KernelSpec) and (item.bytes is not None or item.flops is not None):
         if (item.bytes is None or not bw_ok) and (item.flops is None or fma is None):
             return None
 
@@ -219,21 +242,23 @@ def _size_at(cost, want: float, lo: int, hi: int) -> int:
 
 
 def hardware_sizes(target: int, working_set, profile, count: int = 8, ratio: float = 8.0,
-                   margin: float = 1.5, cost=None) -> tuple[list[int], list[str]]:
+                   margin: float = 1.5, cost=None, floor_rule: bool = True) -> tuple[list[int], list[str]]:
     """Small sizes below the target, chosen by what a run costs rather than by the size parameter.
 
     With ``cost`` (a run's rough time at size n, :func:`run_cost`): the largest small size costs 1/``ratio`` of
     the target (a 3-D grid of side n: n^3 work, so that size is half the target's side, not an eighth), the
     smallest 1/16 of the largest, and none costs less than ``LAUNCH_FLOOR`` launch overheads where the target
-    costs more; sizes are spread evenly in cost. Without it, up to target/``ratio`` in the size. Either way the
-    working sets stay on the target's side of the last-level cache."""
+    costs more (``floor_rule``: where the cost is the declared work's; a working set's time is no estimate of a
+    compute-bound kernel's); sizes are spread evenly in cost. Without it, up to target/``ratio`` in the size.
+    Either way the working sets stay on the target's side of the last-level cache where that leaves the largest
+    small size at most half the target."""
     notes = []
     target = int(target)
     if cost is not None and target > 2 and cost(target) > 0:
         top = cost(target)
         hi_cost, lo_cost = top / ratio, top / ratio / 16.0
         launch = launch_overhead(profile)
-        floor = LAUNCH_FLOOR * launch if launch and top >= LAUNCH_FLOOR * launch else 0.0
+        floor = LAUNCH_FLOOR * launch if floor_rule and launch and top >= LAUNCH_FLOOR * launch else 0.0
         if lo_cost < floor:  # never trivially small launches: keep a 4x spread of cost above the floor if it fits
             lo_cost, wanted = floor, hi_cost
             hi_cost = max(hi_cost, min(top / 1.25, 4.0 * floor))
@@ -264,12 +289,15 @@ def hardware_sizes(target: int, working_set, profile, count: int = 8, ratio: flo
                 n *= 2
             past = _first(lambda m: working_set(m) > margin * llc, max(n // 2, 1), n)
             where = f"the last-level cache ({llc / 2**20:.1f} MiB)"
-            if cost is None:
+            if cost is None and past * 4 <= target / 2:  # past the cache with a 4x spread, at most half the target
                 lo = past
                 if lo * 2 > hi:
-                    hi = min(max(hi, lo * 4), max(target - 1, lo + 1))
+                    hi = max(lo + 1, min(lo * 4, target // 2))
                     notes.append(f"to keep the small sizes past {where} the largest small size is {hi}, only "
                                  f"{target / hi:.1f}x below the target")
+            elif cost is None:
+                notes.append(f"the target's working set is too close to {where} to measure small sizes past it: "
+                             "they stay below it, and the fit cannot see the change of regime")
             elif cost(past) * 4 <= cost(target) / 2:
                 # past the cache, with a 4x spread of cost, the largest at most half the target's cost
                 lo = past
@@ -294,6 +322,7 @@ def recommended_small(item, targets: list[int], profile) -> tuple[list[int], lis
     item declares a working set; else the item's own
     ``small`` list. Returns the sizes, the chooser's notes and where the sizes came from (``"hardware"`` or
     ``"spec"``)."""
+    from gpuprofiler.workloads.spec import KernelSpec
     from gpuprofiler.workloads.sweep import working_set
 
     top = max(int(t) for t in targets)
@@ -311,7 +340,8 @@ def recommended_small(item, targets: list[int], profile) -> tuple[list[int], lis
         except Exception:  # noqa: BLE001 - a size the item cannot take touches nothing: the sizes pass over it
             return 0.0
 
-    sizes, notes = hardware_sizes(top, ws, profile, cost=run_cost(item, profile))
+    declared = not isinstance(item, KernelSpec) or item.bytes is not None or item.flops is not None
+    sizes, notes = hardware_sizes(top, ws, profile, cost=run_cost(item, profile), floor_rule=declared)
     if multiple > 1:  # the nearest multiple that the item takes, below the targets
         sizes = sorted({m for m in (max(multiple, multiple * round(s / multiple)) for s in sizes) if m < top})
     step = alignment_step(item, profile)

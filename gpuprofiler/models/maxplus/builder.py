@@ -172,7 +172,7 @@ class Builder(Executor):
     def _guarded(self) -> None:
         """An access under a condition on the work-item marks the fragment guarded, with the share of the followed
         work-items that take it; every access counts towards the share that makes any (``access_share``)."""
-        if not self.guards:
+        if not self.conditional:
             self.g.access_share = 1.0
             return
         valid = self.sample.valid

@@ -8,7 +8,15 @@ from typing import Any, Sequence
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.kernelcode.source import parameter_names
-from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
+from gpuprofiler.models.base import (
+    APPLIES,
+    STILL_APPLIES,
+    Applicability,
+    NotApplicable,
+    Prediction,
+    Predictor,
+    refuse,
+)
 from gpuprofiler.models.cache.analysis import analyse
 from gpuprofiler.models.cache.streams import Launch, spec_launch
 from gpuprofiler.models.identity import family, spec_code
@@ -77,7 +85,7 @@ class MaxPlusPredictor(Predictor):
             else:
                 self._build(probe)
         except UserError as exc:
-            raise NotApplicable(f"maxplus: {exc}") from None
+            raise NotApplicable(f"maxplus: {exc}; {STILL_APPLIES}") from None
         self.fitted_ = True
         return self
 
@@ -131,7 +139,7 @@ class MaxPlusPredictor(Predictor):
             try:
                 inst, kernel = self._build(int(size))
             except BuildError as exc:  # the graph of a larger size can exceed what the builder unrolls
-                raise NotApplicable(f"maxplus: at {self.spec_.size}={size}: {exc}") from None
+                raise NotApplicable(f"maxplus: at {self.spec_.size}={size}: {exc}; {STILL_APPLIES}") from None
             params = parameters(self.profile_, kernel, self.n, self.line_bytes)
             misses = self._misses(inst, kernel) if self.cache and self.model == "overlap" else None
             pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches, misses)

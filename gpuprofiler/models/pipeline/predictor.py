@@ -7,7 +7,15 @@ import math
 from typing import Any, Sequence
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.models.base import APPLIES, Applicability, NotApplicable, Prediction, Predictor, refuse
+from gpuprofiler.models.base import (
+    APPLIES,
+    STILL_APPLIES,
+    Applicability,
+    NotApplicable,
+    Prediction,
+    Predictor,
+    refuse,
+)
 from gpuprofiler.models.identity import family, spec_code
 from gpuprofiler.models.intervals import calibrate_all
 from gpuprofiler.models.pipeline.occupancy import normalise_arch
@@ -73,7 +81,7 @@ class PipelinePredictor(Predictor):
             else:
                 spec_launch(item, probe, self.arch_)
         except UserError as exc:
-            raise NotApplicable(f"pipeline: {exc}") from None
+            raise NotApplicable(f"pipeline: {exc}; {STILL_APPLIES}") from None
         self.fitted_ = True
         return self
 
