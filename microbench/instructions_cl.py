@@ -56,6 +56,10 @@ OPS: dict[str, Op] = {
     "int_add": Op("int", "x = x + y; y = y + x;", ("3", "5"), ops=2),
     "int_mul": Op("int", "x = x * y; y = y * x;", ("3", "5"), ops=2),
     "int_mad24": Op("int", "x = mad24(x, y, (int)a); y = mad24(y, x, (int)a);", ("3", "5"), a=7, ops=2),
+    # an atomic read-modify-write of global memory: the chain's one work-item alone (its latency); the throughput
+    # kernel's work-items all on the same two words (contended: the rate at which one cache line takes them)
+    "atomic_add": Op("int", "x = atomic_add(out + (x & 1), 1) + x;", ("3", "5"),
+                     note="chain includes one add per atomic (its address depends on the previous result)"),
 }
 
 

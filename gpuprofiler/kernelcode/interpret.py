@@ -47,12 +47,11 @@ MATH = {"sqrt": "sqrt", "native_sqrt": "sqrt", "half_sqrt": "sqrt", "sqrtf": "sq
         "sincos": "sin", "fract": "fabs", "modf": "fabs", "frexp": "fabs", "lgamma_r": "exp", "remquo": "rem"}
 BARRIERS = {"barrier", "__syncthreads", "work_group_barrier", "mem_fence", "__syncwarp", "read_mem_fence",
             "write_mem_fence", "__threadfence", "__threadfence_block"}
-ATOMIC = {"atomic_add": "add", "atomic_sub": "sub", "atomic_inc": "add", "atomic_dec": "sub", "atomic_min": "min",
-          "atomic_max": "max", "atomic_and": "and", "atomic_or": "or", "atomic_xor": "xor", "atomic_xchg": "move",
-          "atomic_cmpxchg": "cmp", "atom_add": "add", "atom_sub": "sub", "atom_inc": "add", "atom_dec": "sub",
-          "atom_min": "min", "atom_max": "max", "atom_xchg": "move", "atom_cmpxchg": "cmp", "atomicAdd": "add",
-          "atomicSub": "sub", "atomicMin": "min", "atomicMax": "max", "atomicInc": "add", "atomicDec": "sub",
-          "atomicExch": "move", "atomicCAS": "cmp", "atomicAnd": "and", "atomicOr": "or", "atomicXor": "xor"}
+ATOMIC = frozenset({"atomic_add", "atomic_sub", "atomic_inc", "atomic_dec", "atomic_min", "atomic_max", "atomic_and",
+                    "atomic_or", "atomic_xor", "atomic_xchg", "atomic_cmpxchg", "atom_add", "atom_sub", "atom_inc",
+                    "atom_dec", "atom_min", "atom_max", "atom_xchg", "atom_cmpxchg", "atomicAdd", "atomicSub",
+                    "atomicMin", "atomicMax", "atomicInc", "atomicDec", "atomicExch", "atomicCAS", "atomicAnd",
+                    "atomicOr", "atomicXor"})
 # builtins that write a second result through a pointer argument: its position
 OUT_PARAMETER = {"sincos": 1, "fract": 1, "modf": 1, "frexp": 1, "lgamma_r": 1, "remquo": 2}
 BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "rem", "<<": "shift", ">>": "shift", "&": "and",
@@ -183,6 +182,9 @@ class Executor:
 
     def barrier(self) -> None:
         """A work-group barrier."""
+
+    def atomic_at(self, array: Array, index, result: Data) -> None:
+        """An atomic read-modify-write of ``array`` at ``index`` ran (its operation's result ``result``)."""
 
     def materialise(self, value: Data) -> None:
         """A value is kept in a variable (it may be read more than once)."""
@@ -595,14 +597,18 @@ class Interpreter:
                     if value is None:
                         held = truth(cond) if isinstance(cond, (Cond, Data)) else _known(self.b.values_of(cond))
                         maybe, surely = held if isinstance(held, tuple) else (held, held)
-                        if not self.b.exact:
-                            self._undecidable(s, cond)
+                        if not self.b.exact and (maybe is None or surely is None or maybe is not surely):
+                            self._undecidable(s, cond)  # a graph needs each work-item's own count
                         if maybe is None:  # may hold anywhere: the loop goes on while its known parts allow
                             maybe = np.ones_like(self.b.mask)
                         fixed = False
+                        entered = int((entry_mask & self.b.sample.valid).sum())
                         self.b.mask = self.b.mask & maybe
                         self.b.must = self.b.must & surely if surely is not None else np.zeros_like(self.b.must)
-                        if not (self.b.mask & self.b.sample.valid).any():
+                        running = int((self.b.mask & self.b.sample.valid).sum())
+                        if not running or (not self.b.exact and 2 * running < entered):
+                            # a graph follows the typical work-item: it stops where most have left (the median
+                            # count of passes), as a counted loop unrolls its mean
                             break
                     elif not value:
                         break
@@ -1157,9 +1163,10 @@ class Interpreter:
             raise self.b.error(e, f"{name} on something that is not one of the kernel's arrays")
         operands = [self.expr(a) for a in args[1:]]
         old = self.b.load(target.array, target.offset, e)
-        new = self.b.operation(ATOMIC.get(name, "add"), [old] + [v for v in operands if isinstance(v, Data)]
+        new = self.b.operation("atomic", [old] + [v for v in operands if isinstance(v, Data)]
                                + ([1] if not operands else []), e)
         self.b.store(target.array, target.offset, new, e)
+        self.b.atomic_at(target.array, target.offset, new)
         return Data(old.dtype, node=old.node, pending=old.pending, const=old.const, deps=old.deps)
 
     def vector_memory(self, e, name: str, args):

@@ -95,7 +95,7 @@ CHANGED_METHODS.update({f"instructions.{op}": (2, "throughput from 8 independent
                                                   "64, the same latencies)")
                         for op in ("float_add", "float_mul", "float_mad", "float_fma", "float_div", "float_sqrt",
                                    "native_sin", "native_exp", "native_recip", "double_add", "double_mul",
-                                   "double_fma", "double_div", "int_add", "int_mul", "int_mad24")})
+                                   "double_fma", "double_div", "int_add", "int_mul", "int_mad24", "atomic_add")})
 
 
 def method_version_of(key: str) -> int:

@@ -5,6 +5,7 @@ small sizes chosen on the target's side of the last-level cache."""
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -347,6 +348,13 @@ def recommended_small(item, targets: list[int], profile) -> tuple[list[int], lis
     step = alignment_step(item, profile)
     if step > 1:
         sizes = aligned_like(sizes, top, step)
+    given = [int(v) for v in list(getattr(item, "small", []) or []) + list(targets)]
+    if len(given) >= 2 and all(v > 0 and v & (v - 1) == 0 for v in given):
+        # every size the spec itself names is a power of two (a kernel that masks with n - 1, a butterfly): only
+        # such sizes, as the spec's own sizes show; sizes past the rounding's reach are dropped
+        rounded = sorted({1 << round(math.log2(v)) for v in sizes} - {1})
+        sizes = [v for v in rounded if v < top]
+        notes.append("the spec's own sizes are all powers of two: the small sizes are too")
     return sizes, notes, "hardware"
 
 

@@ -62,6 +62,24 @@ class Builder(Executor):
     def materialise(self, value: Data) -> None:
         self.node_of(value)
 
+    def atomic_at(self, array: Array, index, result: Data) -> None:
+        """An atomic's operation node records the share of its work-groups' lines that other followed work-groups
+        hit too (``shared``): atomics of different cores on one line wait for each other; on lines no other
+        work-group touches they run at their own latency."""
+        if result.node is None or result.node not in self.g.loops:
+            return
+        addr = self.values_of(index)
+        active = self.mask & self.sample.valid
+        shared = 1.0  # an address the sample cannot place: assume the worst
+        if addr is not None and active.any():
+            lines = (np.asarray(addr)[active] * array.elem_bytes) // 64
+            groups = self.sample.group[active]
+            pairs = np.unique(np.stack([groups, lines]), axis=1)
+            _, owners = np.unique(pairs[1], return_counts=True)
+            per_line = dict(zip(np.unique(pairs[1]), owners))
+            shared = float(np.mean([per_line[x] > 1 for x in pairs[1]])) if len(np.unique(groups)) > 1 else 0.0
+        self.g.loops[result.node]["shared"] = shared
+
     def looping(self, s, trips: float | None) -> None:
         """Marks the current fragment as running a loop of its own (:attr:`KernelGraph.looped`): one without a
         barrier in its body, of more than :data:`UNROLLED_TRIPS` iterations or of a count not fixed by constants."""

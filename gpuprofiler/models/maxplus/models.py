@@ -73,6 +73,10 @@ OP_KEYS = {
     ("fma", "double"): ("double_fma", "fma.rn.f64"), ("div", "double"): ("double_div", "div.rn.f64"),
     ("add", "int"): ("int_add", "add.s32"), ("mul", "int"): ("int_mul", "mul.lo.s32"),
     ("fma", "int"): ("int_mad24", "mad.lo.s32"), ("div", "int"): ("int_mul", "div.s32"),
+    # an atomic read-modify-write: measured where the profile has it (a profile from before: an integer add, as the
+    # atomic's own add was priced)
+    ("atomic", "int"): ("atomic_add", "atom.global.add.u32", "int_add", "add.s32"),
+    ("atomic", "float"): ("atomic_add", "atom.global.add.f32", "int_add", "add.s32"),
 }
 OP_ALIASES = {"sub": "add", "min": "add", "max": "add", "fabs": "add", "neg": "add", "cmp": "add",
               "mad": "fma", "rsqrt": "sqrt", "log": "exp", "cos": "sin", "shift": "add", "and": "add",
@@ -187,6 +191,8 @@ def parameters(profile, kernel: Kernel | None = None, n_override: int | None = N
                     if keep(theta, hw.instruction(key, "throughput_ops_per_s"), invert=True):
                         src[theta] = f"1 / instructions.{key}.throughput_ops_per_s (device-wide)"
                         _contracted_throughput(kernel, hw, op_name, name, theta, vals, src, bounds)
+                        if op_class(info["op"]) == "atomic" and key == "atomic_add":
+                            _atomic_throughput(kernel, hw, op_name, name, theta, vals, src, bounds)
                     else:
                         vals[theta] = vals[name]
                         if name in bounds:
@@ -228,6 +234,20 @@ def _contracted_throughput(kernel: Kernel, hw: HardwareView, op_name: Callable[[
         bounds.pop(theta, None)
         src[theta] = (f"a contracted a * b + c: its multiply's and add's 1 / throughput_ops_per_s together "
                       f"({both * 1e12:.3g} ps), below the fma() builtin's")
+
+
+def _atomic_throughput(kernel: Kernel, hw: HardwareView, op_name: Callable[[dict], str], name: str, theta: str,
+                       vals: dict, src: dict, bounds: dict) -> None:
+    """An atomic's device-wide time: the profile's contended rate (every work-item on one line) for the share of its
+    lines other work-groups hit too (``shared``, the most of any of the kernel's atomics), its latency spread over
+    the compute units for the rest (atomics on lines no other core touches do not wait for each other)."""
+    infos = [i for g in kernel.fragments for i in g.loops.values() if op_name(i) == name]
+    shared = max((float(i.get("shared", 1.0)) for i in infos), default=1.0)
+    units = hw.compute_units.value if hw.compute_units.ok and hw.compute_units.value else 1.0
+    alone = vals[name] / units
+    vals[theta] = shared * vals[theta] + (1.0 - shared) * min(alone, vals[theta])
+    bounds.pop(theta, None)
+    src[theta] += f"; {shared:.0%} of its lines shared between work-groups, the rest at its latency over {units:g} units"
 
 
 def op_names(kernel: Kernel) -> Callable[[dict], str]:
@@ -452,9 +472,11 @@ def vector_lanes(g: KernelGraph, hw: HardwareView | None = None) -> bool:
     whether the next work-item's store reaches this one's load: a tree reduction's ``s[l] += s[l + k]`` step ran
     1.35 ns per work-item, scalar, on a Zen 4 VM's PoCL); nor, on a device whose compiler ran a guarded stream a
     work-item at a time (``hw``'s :attr:`~gpuprofiler.profile.hardware.HardwareView.guarded_item_s`), accesses
-    under a condition on the work-item (:attr:`KernelGraph.guarded`)."""
+    under a condition on the work-item (:attr:`KernelGraph.guarded`); nor with an atomic in it."""
     if g.looped or (g.guarded and hw is not None and hw.guarded_item_s is not None):
         return False
+    if any(info.get("op") == "atomic" for info in g.loops.values()):
+        return False  # atomics of neighbouring work-items may meet at one address: no compiler puts them in lanes
     written: dict[str, set] = {}
     read: dict[str, set] = {}
     for a in g.arcs:
