@@ -243,6 +243,7 @@ def rerun_validate(tmp_path: Path) -> None:
     assert (out / "report.md").exists()
 
 
+@pytest.mark.slow  # over five seconds; a cheaper test of the same behaviour stays in the default run
 def test_validate_survives_sigkill_and_sigint_and_resumes(tmp_path):
     rng = random.Random(23)
     cut = [kill_validate(tmp_path, rng, sig) for sig in (signal.SIGKILL, signal.SIGINT, signal.SIGKILL)]

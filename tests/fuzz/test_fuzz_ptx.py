@@ -77,6 +77,7 @@ def check_cli(path, mutated: bytes):
         assert result["predicted_s"] > 0 and result["interval_s"][0] >= 0
 
 
+@pytest.mark.slow  # over five seconds; a cheaper test of the same behaviour stays in the default run
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(SMALL), st.data())
 def test_pipeline_cli_on_mutated_fixtures(path, data):

@@ -90,6 +90,7 @@ def test_cg_recorded_on_one_device_has_every_operation(pocl, quick_policy):
     assert spmv["reads"] and spmv["reads"] == spmv["writes"] and spmv["bytes"] > 0
 
 
+@pytest.mark.slow  # over five seconds; a cheaper test of the same behaviour stays in the default run
 def test_simulate_an_app_checks_itself_and_predicts_a_larger_size(pocl, tmp_path):
     r = run_cli("simulate", "jacobi", "--device", pocl.info.id, "--sizes", "4096,8192,16384", "--at", "65536",
                 "--check", "--budget", "0.3", "--json", "-o", tmp_path / "m.jsonl", "--gantt", tmp_path / "g.png")

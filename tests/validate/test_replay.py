@@ -73,6 +73,7 @@ def test_pocl_log_replays_with_maxplus_and_fractal(tmp_path):
     assert "Largest size of each kernel" in report
 
 
+@pytest.mark.slow  # over five seconds; a cheaper test of the same behaviour stays in the default run
 @pytest.mark.nvcc
 def test_h100_log_replays_with_both_static_models_and_the_correction(tmp_path):
     out = tmp_path / "out"

@@ -75,6 +75,7 @@ def test_statstack_on_real_kernel_streams_matches_exact_lru(name, size):
     assert np.all(np.abs(est - exact) <= 0.03), (name, exact, est)
 
 
+@pytest.mark.slow  # over five seconds; a cheaper test of the same behaviour stays in the default run
 def test_analysis_names_levels_and_the_arrays_that_miss():
     prof = load_profile(POCL_PROFILE)
     res = analyse(inst("transpose_naive", 1 << 20), prof, rate=1e-2)
@@ -209,6 +210,7 @@ def test_a_page_starts_a_stream_when_its_next_line_follows_not_when_it_is_stride
     assert share(late) == pytest.approx(0.2)  # each page's first line, reached 15 lines before its stream
 
 
+@pytest.mark.slow  # over five seconds; a cheaper test of the same behaviour stays in the default run
 def test_the_cache_miss_law_counts_a_work_items_accesses_once_and_scales_them_by_the_declared_work():
     """covariance's work-items run n x (m - j1) steps: the first size analysed follows one work-item through them,
     the next take its count in proportion to the flops per work-item, within a tenth of following one there;

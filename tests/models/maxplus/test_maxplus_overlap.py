@@ -265,7 +265,7 @@ REFUSED = {"covariance": "statements after unrolling: the graph is too large); t
 LIMIT_S = 60.0
 
 
-SLOWEST = {"covariance", "nbody"}  # about ten seconds each on a 2-core VM: with --slow
+SLOWEST = {"covariance", "nbody", "bitonic", "mvt", "gesummv"}  # four to ten seconds each on a 2-core VM: with --slow
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOWEST else p
