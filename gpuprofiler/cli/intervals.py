@@ -36,6 +36,23 @@ def _rows(run: Path) -> list[dict]:
     return list(csv.DictReader(io.StringIO(read_text(path, "predictions file", 64 << 20))))
 
 
+def _device(run: Path) -> str:
+    """The device a run measured on, for rows that do not name it: its profile's, else its first record's."""
+    import json
+
+    from gpuprofiler.measure.storage import read_records
+
+    try:
+        if (run / "profile.json").is_file():
+            return str(json.loads((run / "profile.json").read_text()).get("device", {}).get("name") or "")
+        if (run / "measurements.jsonl").is_file():
+            for r in read_records(run / "measurements.jsonl"):
+                return str((r.get("device") or {}).get("name") or "")
+    except (OSError, ValueError, AttributeError):
+        pass
+    return ""
+
+
 def run_fit(args: argparse.Namespace) -> int:
     from gpuprofiler.models.intervals import LEVEL, Calibration, residuals_from_rows, stamp
 
@@ -45,7 +62,7 @@ def run_fit(args: argparse.Namespace) -> int:
     residuals, sources = [], []
     for run in map(Path, args.runs):
         rows = _rows(run)
-        got = residuals_from_rows(rows, str(run))
+        got = residuals_from_rows(rows, str(run), device=_device(run))
         if not got:
             raise UserError(f"{run}/predictions.csv: no usable rows (kernel, size, model, predicted_s, measured_s)")
         if not all(r.kind for r in got):
@@ -53,7 +70,8 @@ def run_fit(args: argparse.Namespace) -> int:
                             "calibrated: replay its measurements with `validate --replay` first)")
         residuals += got
         sources.append({"run": str(run), "cases": len(got), "models": sorted({r.model for r in got}),
-                        "kinds": sorted({r.kind for r in got}), "kernels": len({r.kernel for r in got})})
+                        "kinds": sorted({r.kind for r in got}), "devices": sorted({r.device for r in got}),
+                        "kernels": len({r.kernel for r in got})})
     cal = Calibration(residuals, level, sources, stamp())
     cal.save(args.output)
     progress(f"wrote {len(residuals)} residual(s) of {len({r.kernel for r in residuals})} kernel(s) from "

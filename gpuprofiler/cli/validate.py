@@ -235,8 +235,10 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
     for s in summary:
         loko = (f"  corrected (leave-one-kernel-out) MAPE {100 * s['loko_corrected_mape']:5.1f}%"
                 if s["loko_corrected_mape"] == s["loko_corrected_mape"] else "")
+        inside = (f"  inside {100 * s['inside_interval']:3.0f}% (median width {s['median_interval_width']:.2f}x)"
+                  if s["inside_interval"] == s["inside_interval"] else "")
         print(f"{s['model']:<9} {s['cases']:>3} cases  MAPE {100 * s['mape']:6.1f}%  median |error| "
-              f"{100 * s['median_abs_error']:5.1f}%  max {100 * s['max_abs_error']:7.1f}%{loko}")
+              f"{100 * s['median_abs_error']:5.1f}%  max {100 * s['max_abs_error']:7.1f}%{inside}{loko}")
     for b in baseline_summary:
         print(f"  law {b['law']:<8} {b['cases']:>3} cases  MAPE {100 * b['mape']:6.1f}%  median |error| "
               f"{100 * b['median_abs_error']:5.1f}%  max {100 * b['max_abs_error']:7.1f}%  (same sweeps and targets)")

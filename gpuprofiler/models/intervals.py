@@ -53,6 +53,7 @@ class Residual:
     log_error: float
     crossing: bool = False
     source: str = ""
+    device: str = ""  # the device's name ("" where the run did not say)
 
 
 @dataclass
@@ -108,10 +109,11 @@ class Calibration:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def interval(self, model: str, kind: str | None, seconds: float, family: str | None = None,
-                 crossing: bool = False) -> Interval:
+                 crossing: bool = False, device: str | None = None) -> Interval:
         """The calibrated interval of a ``model`` prediction of ``seconds`` for a kernel of ``family``
         (:func:`gpuprofiler.models.identity.family`) on a device of ``kind`` (``cpu``/``gpu``), that family's
-        residuals left out; ``crossing``: the target lies past a regime boundary of what it was fitted on."""
+        residuals left out; ``crossing``: the target lies past a regime boundary of what it was fitted on;
+        ``device``: the device's name (one the calibration holds no errors of widens the interval)."""
         mine = [r for r in self.residuals if r.model == model and (family is None or r.family != family)]
         notes: list[str] = []
         widen = 1.0
@@ -122,6 +124,11 @@ class Calibration:
                          f"({', '.join(seen) or 'none'} only): calibrated on "
                          f"{'every kind' if seen else 'nothing'}, widened {UNSEEN_WIDEN:g}x")
             pool, widen = mine, UNSEEN_WIDEN
+        elif device and device not in {r.device for r in pool}:
+            seen = sorted({r.device for r in pool if r.device})
+            notes.append(f"the interval calibration has no errors of {model} on this device ({device}; its {kind} "
+                         f"devices: {', '.join(seen) or 'unnamed'}): widened {UNSEEN_WIDEN:g}x")
+            widen = UNSEEN_WIDEN
         if crossing:
             across = [r for r in pool if r.crossing]
             if len({r.kernel for r in across}) >= MIN_CASES:
@@ -190,7 +197,7 @@ def load(path: str | Path | None = None) -> Calibration:
 
 
 def calibrate(prediction, kind: str | None, family: str | None, crossing: bool = False,
-              calibration: Calibration | None = None):
+              calibration: Calibration | None = None, device: str | None = None):
     """``prediction`` (a :class:`~gpuprofiler.models.base.Prediction`) with its interval calibrated: the model's own
     interval kept in ``details["model_interval_s"]``, how the interval was made in ``details``."""
     from dataclasses import replace
@@ -198,7 +205,7 @@ def calibrate(prediction, kind: str | None, family: str | None, crossing: bool =
     cal = calibration if calibration is not None else load()
     if not cal.residuals:  # no calibration installed: the model's own interval
         return prediction
-    got = cal.interval(prediction.model, kind, prediction.seconds, family, crossing)
+    got = cal.interval(prediction.model, kind, prediction.seconds, family, crossing, device)
     details = dict(prediction.details)
     details["model_interval_s"] = [prediction.low, prediction.high]
     details.update(got.details())
@@ -207,7 +214,8 @@ def calibrate(prediction, kind: str | None, family: str | None, crossing: bool =
     return replace(prediction, low=got.low, high=got.high, details=details)
 
 
-def residuals_from_rows(rows: Iterable[dict], source: str, kind: str | None = None) -> list[Residual]:
+def residuals_from_rows(rows: Iterable[dict], source: str, kind: str | None = None,
+                        device: str = "") -> list[Residual]:
     """Residuals from validation rows (``predictions.csv``: kernel, size, model, predicted_s, measured_s, and the
     ``family``, ``crossing`` and ``device_kind`` each prediction reported; ``kind`` where the rows have none)."""
     out = []
@@ -222,7 +230,7 @@ def residuals_from_rows(rows: Iterable[dict], source: str, kind: str | None = No
         row_kind = str(r.get("device_kind") or kind or "")
         family = str(r.get("family") or "") or f"kernel:{r['kernel']}"
         out.append(Residual(str(r["model"]), row_kind, str(r["kernel"]), family, int(float(r["size"])),
-                            math.log(meas / pred), crossing, source))
+                            math.log(meas / pred), crossing, source, str(r.get("device_name") or device)))
     return out
 
 
@@ -234,7 +242,7 @@ def stamp() -> dict[str, Any]:
 
 
 def calibrate_all(prediction, kind: str | None, family: str, crossing: bool = False,
-                  calibration: Calibration | None = None):
+                  calibration: Calibration | None = None, device: str | None = None):
     """:func:`calibrate` for a prediction and, where it predicts a program's phases (``details["phases"]``), for
     each phase (family ``FAMILY/PHASE``); the family, the crossing and the device kind go into the details."""
     cal = calibration if calibration is not None else load()
@@ -244,13 +252,13 @@ def calibrate_all(prediction, kind: str | None, family: str, crossing: bool = Fa
             if not isinstance(ph, dict) or "predicted_s" not in ph:
                 continue
             fam = f"{family}/{name}"
-            ph.update(family=fam, crossing=crossing, device_kind=kind)
+            ph.update(family=fam, crossing=crossing, device_kind=kind, device_name=device)
             if cal.residuals:
-                got = cal.interval(prediction.model, kind, float(ph["predicted_s"]), fam, crossing)
+                got = cal.interval(prediction.model, kind, float(ph["predicted_s"]), fam, crossing, device)
                 ph["model_interval_s"] = list(ph.get("interval_s", [got.low, got.high]))
                 ph["interval_s"] = [got.low, got.high]
-    prediction.details.update(family=family, crossing=crossing, device_kind=kind)
-    return calibrate(prediction, kind, family, crossing, cal)
+    prediction.details.update(family=family, crossing=crossing, device_kind=kind, device_name=device)
+    return calibrate(prediction, kind, family, crossing, cal, device)
 
 
 def leave_family_out(cal: Calibration, model: str, kind: str | None = None) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s", "measured_spread",
                       "measured_visit_spread", "rel_error",
                       "interval_low_s", "interval_high_s", "model_interval_low_s", "model_interval_high_s",
-                      "loko_corrected_s", "loko_rel_error", "family", "crossing", "device_kind", "detail")
+                      "loko_corrected_s", "loko_rel_error", "family", "crossing", "device_kind", "device_name", "detail")
 BASELINE_COLUMNS = ("kernel", "size", "model", "law", "predicted_s", "measured_s", "rel_error", "interval_low_s",
                     "interval_high_s")
 BASELINE_SUMMARY_COLUMNS = ("law", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",

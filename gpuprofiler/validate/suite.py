@@ -457,7 +457,8 @@ def _calibration_columns(details: dict) -> dict:
     interval beside the calibrated one."""
     own = details.get("model_interval_s") or [math.nan, math.nan]
     return {"family": details.get("family"), "crossing": details.get("crossing"),
-            "device_kind": details.get("device_kind"), "model_interval_low_s": own[0],
+            "device_kind": details.get("device_kind"), "device_name": details.get("device_name"),
+            "model_interval_low_s": own[0],
             "model_interval_high_s": own[1]}
 
 

@@ -132,3 +132,13 @@ def test_the_intervals_command_fits_from_validation_rows_and_shows(tmp_path):
     empty.mkdir()
     bad = run_cli("intervals", "fit", empty, "-o", out)
     assert bad.returncode == 2 and "no predictions.csv" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_device_the_calibration_holds_no_errors_of_widens_and_says_so():
+    errs = np.linspace(-0.3, 0.3, 30)
+    cal = Calibration([Residual("pipeline", "gpu", f"k{i}", f"f{i}", 1, float(e), False, "t", "NVIDIA H100")
+                       for i, e in enumerate(errs)])
+    seen = cal.interval("pipeline", "gpu", 1.0, device="NVIDIA H100")
+    new = cal.interval("pipeline", "gpu", 1.0, device="NVIDIA H200")
+    assert not seen.notes and math.log(new.high) == pytest.approx(UNSEEN_WIDEN * math.log(seen.high))
+    assert any("no errors of pipeline on this device (NVIDIA H200" in n for n in new.notes)

@@ -344,7 +344,8 @@ def later_hits(samples: Samples, names: list[str], footprints: dict[str, int], a
     rate = new_lines / max(length, 1)
     touch = touched / max(samples.population, 1)  # each buffer's accesses per access
     per_launch = touch * accesses  # N_i
-    gaps = np.where((foot > 0) & (per_launch > 0), accesses * foot / np.maximum(per_launch, 1e-300), np.inf)
+    with np.errstate(over="ignore"):  # a buffer touched once in a huge stream: its gap is as good as infinite
+        gaps = np.where((foot > 0) & (per_launch > 0), accesses * foot / np.maximum(per_launch, 1e-300), np.inf)
     sized = foot > 0
     known = np.where(sized, foot, np.inf)
     rnd, rest = random_gaps(samples, k, gaps)

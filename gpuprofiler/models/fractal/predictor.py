@@ -107,6 +107,7 @@ class FractalPredictor(Predictor):
             work = functools.cache(filling(self.working_set_, item, profile))
         self.misses_ = miss_cost(item, profile) if self.cache else None
         self.kind_ = hw.kind if profile is not None else None
+        self.device_name_ = hw.name if profile is not None else None
         self.family_ = family(item)
         self.extrapolation_ = extrapolate(measurements, coverage=self.coverage, c0=c0, working_set=self.working_set_,
                                           curve=hw.bandwidth_curve or None, work=work,
@@ -218,10 +219,11 @@ class FractalPredictor(Predictor):
             if flat:
                 pred = self._launch_bound(int(t), pred)
             crossing = crosses_regime(self.small_sizes_, int(t), self.working_set_, self.work_items_, self.profile_)
-            pred.details.update(crossing=crossing, family=self.family_, device_kind=self.kind_)
+            pred.details.update(crossing=crossing, family=self.family_, device_kind=self.kind_,
+                                device_name=self.device_name_)
             if self.calibrated:
                 own = (pred.low, pred.high)
-                pred = calibrate(pred, self.kind_, self.family_, crossing)
+                pred = calibrate(pred, self.kind_, self.family_, crossing, device=self.device_name_)
                 if flat:  # the floor and the proportional bound stand: no residual knows them
                     pred = replace(pred, low=min(pred.low, own[0]), high=max(pred.high, own[1]))
             out.append(pred)

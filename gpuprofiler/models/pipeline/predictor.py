@@ -135,4 +135,5 @@ class PipelinePredictor(Predictor):
         """The interval from the model's out-of-sample errors (:mod:`gpuprofiler.models.intervals`)."""
         if not self.calibrated:
             return pred
-        return calibrate_all(pred, view(self.profile_).kind, family(self.spec_, "cuda"))
+        hw = view(self.profile_)
+        return calibrate_all(pred, hw.kind, family(self.spec_, "cuda"), device=hw.name)
