@@ -10,7 +10,9 @@ kernel it is about: that is what makes the coverage of a validation an out-of-sa
 
 Residuals are kept per predictor and kind of device (a CPU's, a GPU's). A prediction whose inputs lie outside
 what the calibration saw says so and widens: a kind of device with no residuals of its own takes every kind's,
-widened by :data:`UNSEEN_WIDEN`; a target past a regime boundary of its sweep (a cache level, the device
+widened by :data:`UNSEEN_WIDEN`, and as far below the prediction as above it (the sign of a model's errors on
+one device need not carry to another: a leave-one-kind-out check of the calibration's own residuals is in
+``docs/intervals.md``); a target past a regime boundary of its sweep (a cache level, the device
 filling) takes the residuals of such crossings where there are :data:`MIN_CASES` of them, else everyone's,
 widened by :data:`CROSSING_WIDEN`.
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -116,19 +118,19 @@ class Calibration:
         ``device``: the device's name (one the calibration holds no errors of widens the interval)."""
         mine = [r for r in self.residuals if r.model == model and (family is None or r.family != family)]
         notes: list[str] = []
-        widen = 1.0
+        widen, unseen = 1.0, False
         pool = [r for r in mine if r.kind == kind]
         if len({r.kernel for r in pool}) < MIN_CASES:
             seen = sorted({r.kind for r in mine})
             notes.append(f"the interval calibration has no {kind or 'such'} device's {model} errors "
                          f"({', '.join(seen) or 'none'} only): calibrated on "
                          f"{'every kind' if seen else 'nothing'}, widened {UNSEEN_WIDEN:g}x")
-            pool, widen = mine, UNSEEN_WIDEN
+            pool, widen, unseen = mine, UNSEEN_WIDEN, True
         elif device and device not in {r.device for r in pool}:
             seen = sorted({r.device for r in pool if r.device})
             notes.append(f"the interval calibration has no errors of {model} on this device ({device}; its {kind} "
                          f"devices: {', '.join(seen) or 'unnamed'}): widened {UNSEEN_WIDEN:g}x")
-            widen = UNSEEN_WIDEN
+            widen, unseen = UNSEEN_WIDEN, True
         if crossing:
             across = [r for r in pool if r.crossing]
             if len({r.kernel for r in across}) >= MIN_CASES:
@@ -144,6 +146,9 @@ class Calibration:
             notes.append(f"the calibration holds {kernels_in} kernel(s) for this case: an interval of level "
                          f"{level:.2f}, not {self.level:g}")
         lo, hi, cases, kernels = conformal(pool, level) if level > 0 else (-math.inf, math.inf, len(pool), kernels_in)
+        if unseen and cases:  # the direction of its errors on the devices seen need not carry to another one
+            q = conformal([replace(r, log_error=abs(r.log_error)) for r in pool], max(2.0 * level - 1.0, 0.0))[1]
+            lo, hi = min(lo, -q), max(hi, q)
         if not math.isfinite(lo) or not math.isfinite(hi):
             lo, hi = -MAX_LOG, MAX_LOG
         if not cases:
@@ -200,8 +205,6 @@ def calibrate(prediction, kind: str | None, family: str | None, crossing: bool =
               calibration: Calibration | None = None, device: str | None = None):
     """``prediction`` (a :class:`~gpuprofiler.models.base.Prediction`) with its interval calibrated: the model's own
     interval kept in ``details["model_interval_s"]``, how the interval was made in ``details``."""
-    from dataclasses import replace
-
     cal = calibration if calibration is not None else load()
     if not cal.residuals:  # no calibration installed: the model's own interval
         return prediction

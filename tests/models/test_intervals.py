@@ -142,3 +142,17 @@ def test_a_device_the_calibration_holds_no_errors_of_widens_and_says_so():
     new = cal.interval("pipeline", "gpu", 1.0, device="NVIDIA H200")
     assert not seen.notes and math.log(new.high) == pytest.approx(UNSEEN_WIDEN * math.log(seen.high))
     assert any("no errors of pipeline on this device (NVIDIA H200" in n for n in new.notes)
+
+
+def test_on_an_unseen_device_the_interval_reaches_either_way():
+    """Always under-predicted on the device seen: on it the interval sits above the prediction; on another device
+    it reaches as far below as the errors' size (their sign need not carry), widened."""
+    errs = np.linspace(0.1, 0.3, 30)
+    cal = Calibration([Residual("maxplus", "gpu", f"k{i}", f"f{i}", 1, float(e), False, "t", "NVIDIA H100")
+                       for i, e in enumerate(errs)])
+    seen = cal.interval("maxplus", "gpu", 1.0, device="NVIDIA H100")
+    new = cal.interval("maxplus", "gpu", 1.0, device="NVIDIA H200")
+    assert seen.low == 1.0
+    q = np.sort(errs)[math.ceil(31 * cal.level - 1e-9) - 1]  # the level's order statistic of |error|
+    assert math.log(new.low) == pytest.approx(-UNSEEN_WIDEN * q)
+    assert math.log(new.high) == pytest.approx(math.log(seen.high) * UNSEEN_WIDEN)

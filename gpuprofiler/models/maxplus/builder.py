@@ -105,7 +105,7 @@ class Builder(Executor):
             node = self.g.add_node(f"{info.get('label', 'load')}@r")
             self.g.add_arc(src, node, kind, **info)
             for d in value.deps:
-                self.g.add_arc(d, node, "move")
+                self.g.add_arc(d, node, "move", address=True)
             value.node, value.pending = node, None
         return value.node
 
@@ -117,7 +117,7 @@ class Builder(Executor):
             src, kind, info = value.pending
             self.g.add_arc(src, dst, kind, **info)
             for d in value.deps:
-                self.g.add_arc(d, dst, "move")
+                self.g.add_arc(d, dst, "move", address=True)
             return
         if value.node is not None and value.node != dst:
             self.g.add_arc(value.node, dst, "move")
@@ -265,7 +265,7 @@ class Builder(Executor):
         if isinstance(index, Data):
             dep = self.node_of(index)
             if dep is not None:
-                self.g.add_arc(dep, dst, "move")
+                self.g.add_arc(dep, dst, "move", address=True)
 
     def barrier(self) -> None:
         """End the fragment: registers computed in it are its outputs too, and inputs of the next one."""

@@ -221,6 +221,66 @@ def graph_times(g: KernelGraph, weights: np.ndarray, loop_values: np.ndarray | N
     return x[:, outs].max(axis=1) if outs else np.full(m, EPS)
 
 
+def _issue_order(g: KernelGraph) -> tuple:
+    """Per node in creation (program) order: its memory arcs, the moves that feed their addresses and its other
+    moves, each as (arc index, source) with the source created before it; and the arcs whose source came later (a
+    store's index or value made after its output node). Computed once per fragment."""
+    cache = g.__dict__.setdefault("_issue_order", {})
+    key = (len(g.arcs), g.size)
+    if key not in cache:
+        mem: list[list] = [[] for _ in range(g.size)]
+        addr: list[list] = [[] for _ in range(g.size)]
+        ops: list[list] = [[] for _ in range(g.size)]
+        late = []
+        for i, a in enumerate(g.arcs):
+            if a.src > a.dst:
+                late.append((i, a.src, a.dst))
+            elif a.kind != "move":
+                mem[a.dst].append((i, a.src))
+            else:
+                (addr if a.info.get("address") else ops)[a.dst].append((i, a.src))
+        cache[key] = (mem, addr, ops, late, set(g.inputs))
+    return cache[key]
+
+
+def inorder_times(g: KernelGraph, weights: np.ndarray, loop_values: np.ndarray | None = None) -> np.ndarray:
+    """The latest output time when one thread issues its instructions in program order (a GPU warp): an
+    instruction issues once the one before it has and its operands are ready, so a load waits for its address and
+    the instruction before it, and the first use of a loaded value waits for the load; a store does not hold the
+    instructions after it. Nodes in creation order are program order (the builder makes them as it interprets the
+    code). :func:`graph_times` is the same graph with every instruction issued as soon as its operands are ready."""
+    weights = np.atleast_2d(np.asarray(weights, dtype=float))
+    m = weights.shape[0]
+    lw = np.zeros((m, g.size)) if loop_values is None else np.atleast_2d(loop_values)
+    mem, addr, ops, late, inputs = _issue_order(g)
+    loops = g.loops
+    out = np.full(m, EPS)
+    for j in range(m):
+        w, lv = weights[j].tolist(), lw[j].tolist()
+        ready = [0.0] * g.size
+        issued = 0.0
+        for v in range(g.size):
+            if v in inputs and not mem[v] and not ops[v]:
+                continue
+            done = None
+            if mem[v]:  # its memory instructions issue in order, once their values and addresses are ready
+                start = max([issued] + [ready[s] for _, s in mem[v]] + [ready[s] + w[i] for i, s in addr[v]])
+                issued = start
+                done = start + max(w[i] for i, _ in mem[v])
+                if v not in loops:
+                    ready[v] = max([done] + [ready[s] + w[i] for i, s in ops[v]])
+                    continue
+            operands = [ready[s] + w[i] for i, s in ops[v]] + [ready[s] + w[i] for i, s in addr[v] if not mem[v]]
+            start = max([issued] + operands + ([done] if done is not None else []))
+            issued = start
+            ready[v] = start + lv[v]
+        for i, s, d in late:
+            ready[d] = max(ready[d], ready[s] + w[i])
+        if g.outputs:
+            out[j] = max(ready[o] for o in g.outputs)
+    return out
+
+
 def graph_time(g: KernelGraph, weights: Sequence[float], loop_values: dict[int, float] | None = None) -> float:
     """:func:`longest` on a :class:`KernelGraph`: ``weights`` per arc (in ``g.arcs`` order), loop times per node."""
     lw = None

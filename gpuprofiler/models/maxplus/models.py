@@ -48,7 +48,7 @@ from gpuprofiler.models.costs import (
     store_stalls,
     tlb_walks,
 )
-from gpuprofiler.models.maxplus.graph import Arc, Kernel, KernelGraph, graph_times, height
+from gpuprofiler.models.maxplus.graph import Arc, Kernel, KernelGraph, graph_times, height, inorder_times
 from gpuprofiler.models.maxplus.requests import WARP
 from gpuprofiler.models.maxplus.throughput import (
     L1_SECTORS_PER_CYCLE,
@@ -376,8 +376,9 @@ def loop_numbers(g: KernelGraph, model: str, kernel: Kernel, params: Parameters,
 
 
 def _fragment_times(g: KernelGraph, kernel: Kernel, model: str, plist: list[Parameters],
-                    pipes: Pipes | None = None) -> np.ndarray:
-    """One fragment's critical path under ``model`` for each parameter set, evaluated together."""
+                    pipes: Pipes | None = None, inorder: bool = False) -> np.ndarray:
+    """One fragment's critical path under ``model`` for each parameter set, evaluated together; ``inorder``: its
+    instructions issued in program order (:func:`~gpuprofiler.models.maxplus.graph.inorder_times`)."""
     weights = np.array([arc_numbers(g, model, p, pipes) for p in plist]).reshape(len(plist), len(g.arcs))
     loops = None
     if model != "naive" and g.loops:
@@ -385,15 +386,16 @@ def _fragment_times(g: KernelGraph, kernel: Kernel, model: str, plist: list[Para
         for j, p in enumerate(plist):
             for node, v in loop_numbers(g, model, kernel, p, pipes).items():
                 loops[j, node] = v
-    return np.maximum(graph_times(g, weights, loops), 0.0)
+    return np.maximum((inorder_times if inorder else graph_times)(g, weights, loops), 0.0)
 
 
-def _batch_times(kernel: Kernel, model: str, plist: list[Parameters], pipes: Pipes | None = None) -> np.ndarray:
+def _batch_times(kernel: Kernel, model: str, plist: list[Parameters], pipes: Pipes | None = None,
+                 inorder: bool = False) -> np.ndarray:
     """One batch's time (its fragments one after another) for each parameter set, evaluated together."""
     total = np.zeros(len(plist))
     for g in kernel.fragments:
         if g.outputs:
-            total += _fragment_times(g, kernel, model, plist, pipes)
+            total += _fragment_times(g, kernel, model, plist, pipes, inorder)
     return total
 
 
@@ -444,7 +446,9 @@ def _overlap_totals(kernel: Kernel, plist: list[Parameters], work_items: int, re
         sms, clock = hw.compute_units, hw.clock_hz
         gpu = hw.kind == "gpu" and sms.ok and clock.ok
         pipes = Pipes(items, items / WARP / sms.value if gpu else 0.0, clock.value if gpu else 0.0)
-        batch = _batch_times(kernel, "overlap", plist, pipes) + max(len(timed) - 1, 0) * barrier
+        # a GPU's warp issues in program order: a load's latency holds it from its first use on, whatever comes
+        # after that is independent, and only other warps fill the wait (the throughput bounds)
+        batch = _batch_times(kernel, "overlap", plist, pipes, inorder=gpu) + max(len(timed) - 1, 0) * barrier
         nb = math.ceil(work_items / resident)
     totals, details = [], {}
     for j, p in enumerate(plist):
