@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("give a kernel spec (or --example)")
     if args.size is None:
         raise UserError("--size is required with a kernel spec")
-    from gpuprofiler.models.maxplus.builder import build_spec
+    from gpuprofiler.models.maxplus.builder import TooLarge, build_spec
+    from gpuprofiler.models.maxplus.cut import predict_cut
     from gpuprofiler.models.maxplus.explain import explain
     from gpuprofiler.models.maxplus.formula import total_text
     from gpuprofiler.models.maxplus.models import parameters, predict
@@ -74,11 +75,19 @@ def run(args: argparse.Namespace) -> int:
 
     kind = args.backend or view(choice.profile).backend or "opencl"
     trips = _count_loops(args, spec) if args.count_loops else None
-    kernel = build_spec(inst, kind, trips=trips)
-    params = parameters(choice.profile, kernel, args.n, args.line_bytes)
     work_items = math.prod(inst.global_size)
+    cut = None
+    try:
+        kernel = build_spec(inst, kind, trips=trips)
+    except TooLarge as exc:  # a loop too long to unroll: cut to a few passes, the time linear in its passes
+        kernel, cut = predict_cut(
+            lambda caps: build_spec(inst, kind, trips=trips, caps=caps),
+            lambda k: predict(k, parameters(choice.profile, k, args.n, args.line_bytes), work_items, args.size,
+                              args.model, args.batches), exc)
+        warn(kernel.notes[-1])
+    params = parameters(choice.profile, kernel, args.n, args.line_bytes)
     misses = None
-    if args.model == "overlap" and not args.no_cache:
+    if cut is None and args.model == "overlap" and not args.no_cache:
         from gpuprofiler.models.cache.analysis import analyse
         from gpuprofiler.models.cache.streams import spec_launch
 
@@ -86,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
             misses = analyse(spec_launch(inst, kind, trips), choice.profile, budget=1 << 21, count=2, backend=kind)
         except (UserError, ValueError) as exc:
             warn(f"no cache analysis ({exc}): DRAM and cache traffic from the footprint and reuse rules")
-    pred = predict(kernel, params, work_items, args.size, args.model, args.batches, misses)
+    pred = cut or predict(kernel, params, work_items, args.size, args.model, args.batches, misses)
     d = pred.details
     if args.explain:
         d["symbolic"] = total_text(kernel, d["model"], d["batches"])

@@ -160,6 +160,10 @@ class Executor:
     max_statements: int = MAX_STATEMENTS
     global_size: list[int] | None = None
     trips: dict[int, float] = field(default_factory=dict)  # source line -> iterations per entry, as counted
+    # source line -> the passes a counted loop is cut to (a graph too large to unroll whole), and the passes per
+    # entry each such loop would have run (every entry's, for their mean)
+    caps: dict[int, int] = field(default_factory=dict)
+    capped: dict[int, list[float]] = field(default_factory=dict)
     widths: dict[str, int] = field(default_factory=dict)  # names declared with a vector type: their width
     exact: bool = False  # every followed work-item exactly (both arms of a branch, each loop to its own end)
     local_given: bool = True  # the launch names its work-group size (else the runtime picks one dividing the grid)
@@ -374,8 +378,10 @@ class Interpreter:
         if self.b.executed > self.b.max_statements:
             where = (f"the loop{'s' if len(self.loops) > 1 else ''} at line{'s' if len(self.loops) > 1 else ''} "
                      f"{', '.join(map(str, self.loops))} unroll" if self.loops else "the kernel unrolls")
-            raise self.b.error(s, f"{where} past {self.b.max_statements} statements for one work-item (a body of "
+            exc = self.b.error(s, f"{where} past {self.b.max_statements} statements for one work-item (a body of "
                                   "that many statements after unrolling: the graph is too large)", TooLarge)
+            exc.loops = tuple(self.loops)
+            raise exc
         if isinstance(s, c.Compound):
             self.block(s)
         elif isinstance(s, c.Decl):
@@ -586,8 +592,11 @@ class Interpreter:
         self.b.frames.append(self.b._frame("loop"))
         trips = 0
         fixed = True
+        cap = self._cap(s, None, None) if getattr(s.coord, "line", None) in self.b.caps else None
         try:
             while True:
+                if cap is not None and trips >= cap:
+                    break
                 if cond_node is not None and not (first_unchecked and trips == 0):
                     cond = self.expr(cond_node)
                     if isinstance(cond, Data) and self.counted(s) and not self.b.exact:
@@ -624,6 +633,40 @@ class Interpreter:
             self.b.frames.pop()
             self.b.restore(entry_mask, entry_must)
         self._looping(s, trips if fixed else None)
+
+    def _cap(self, s, passes: int | None, real: float | None) -> int | None:
+        """The passes a loop the caller cut runs (:attr:`Executor.caps`), its full count kept in
+        :attr:`Executor.capped`: ``real`` where known, else its counted form's at the sampled work-items."""
+        line = getattr(s.coord, "line", None)
+        if line not in self.b.caps:
+            return passes
+        if real is None:
+            real = self._counted_passes(s)
+            if real is None:
+                raise self.b.error(s, "a loop too long to unroll whose trip count is not fixed by constants and the "
+                                      "launch's arguments", TooLarge)
+        self.b.capped.setdefault(line, []).append(real)
+        cap = self.b.caps[line]
+        return cap if passes is None else min(passes, cap)
+
+    def _counted_passes(self, s) -> float | None:
+        """The mean passes of a ``for (v = a; v < b; v += c)`` loop over the sampled work-items running it."""
+        c = self.c
+        if not isinstance(s, c.For):
+            return None
+        var = _loop_var(s, c)
+        form = _counted_form(s, c, var)
+        if form is None:
+            return None
+        op, bound_expr, step = form
+        lo, hi = self.b.values_of(self.b.env.get(var)), self.b.values_of(self.expr(bound_expr))
+        if lo is None or hi is None:
+            return None
+        trips = _trips(np.broadcast_to(lo, self.b.mask.shape), np.broadcast_to(hi, self.b.mask.shape), op, step)
+        if trips is None:
+            return None
+        active = self.b.mask & self.b.sample.valid
+        return float(trips[active].mean()) if active.any() else 0.0
 
     def _undecidable(self, s, cond) -> None:
         if isinstance(cond, Data):
@@ -715,6 +758,7 @@ class Interpreter:
         passes = int(round(float(counts.mean())))
         self.b.note(s, f"data-dependent loop: {counts.mean():.3g} passes on average over {len(counts)} sampled "
                        f"work-items (min {counts.min()}, max {counts.max()}); the graph unrolls {passes}")
+        passes = self._cap(s, passes, float(counts.mean()))
         saved, saved_must = self.b.mask, self.b.must
         self.b.frames.append(self.b._frame("loop"))
         try:

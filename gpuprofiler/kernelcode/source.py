@@ -24,7 +24,9 @@ class CodeError(UserError):
 
 class TooLarge(CodeError):
     """A kernel whose execution passes the statement limit at this size (and, its loops running longer, at larger
-    ones)."""
+    ones); ``loops``: the source lines of the loops it was in, outermost first."""
+
+    loops: tuple[int, ...] = ()
 
 
 ELEM_BYTES = {"float": 4, "double": 8, "half": 2, "int": 4, "uint": 4, "unsigned": 4, "long": 8, "ulong": 8,

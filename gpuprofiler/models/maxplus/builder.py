@@ -297,9 +297,10 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
           contents: dict[str, Callable[[np.ndarray], np.ndarray]] | None = None,
           buffers: dict[str, int] | None = None, groups: np.ndarray | None = None,
           items: int | None = None, trips: dict[int, float] | None = None,
-          max_statements: int = MAX_UNROLLED) -> Kernel:
+          max_statements: int = MAX_UNROLLED, caps: dict[int, int] | None = None) -> Kernel:
     """The max-plus graph of ``kernel_name`` for one work-item, at the given scalar arguments (a BuildError past
-    ``max_statements`` statements executed).
+    ``max_statements`` statements executed; ``caps``: counted loops, by source line, cut to that many passes, their
+    full counts in :attr:`~gpuprofiler.models.maxplus.graph.Kernel.capped`).
 
     ``global_size`` spreads the sampled work-groups over the grid (else the first group only); ``contents``
     gives integer input arrays' values as functions of element indices (data-dependent loops and gathers are
@@ -314,7 +315,8 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
     scalars = {k: (v.item() if hasattr(v, "item") else v) for k, v in scalars.items()}
     b = Builder(filename, scalars, sizes, local_extents(parsed, filename),
                 make_sample(glob, sizes, groups=groups, items=items), dict(contents or {}), notes=notes,
-                global_size=glob, trips=dict(trips or {}), max_statements=max_statements, widths=parsed.widths)
+                global_size=glob, trips=dict(trips or {}), max_statements=max_statements, widths=parsed.widths,
+                caps=dict(caps or {}))
     run_kernel(b, parsed, kernel_name)
     frags = [g for g in b.fragments if g.arcs or g.outputs]
     accesses: list[Access] = []
@@ -337,12 +339,13 @@ def build(source: str, kernel_name: str, scalars: dict[str, Any], local_size: li
                       for name, (elem, dims) in b.local_arrays.items())
     return Kernel(kernel_name, frags or [KernelGraph()], b.notes, local_bytes=local_bytes, local_size=tuple(sizes),
                   global_size=tuple(glob) if glob else None, buffers=dict(buffers or {}), l1_miss=l1_miss,
-                  accesses=accesses, sample=b.sample if groups is not None else None)
+                  accesses=accesses, sample=b.sample if groups is not None else None,
+                  capped={line: float(np.mean(v)) for line, v in b.capped.items()})
 
 
 def build_spec(spec_instance, backend: str = "opencl", groups: np.ndarray | None = None,
                items: int | None = None, trips: dict[int, float] | None = None,
-               max_statements: int = MAX_UNROLLED) -> Kernel:
+               max_statements: int = MAX_UNROLLED, caps: dict[int, int] | None = None) -> Kernel:
     """The graph of a kernel spec at its instantiated size, from its OpenCL (or CUDA) source, with the spec's
     integer inputs as the data of data-dependent loops and gathers, and its arrays' sizes as footprints (with
     ``groups``, those work-groups' address streams: :func:`build`)."""
@@ -357,7 +360,7 @@ def build_spec(spec_instance, backend: str = "opencl", groups: np.ndarray | None
     buffers = {a.name: int(np.prod(spec_instance.shapes[a.name])) * a.dtype.itemsize for a in arrays}
     return build(text, spec.kernel, spec_instance.scalars, spec_instance.local_size, str(path),
                  spec_instance.defines, spec_instance.global_size, contents, buffers, groups, items, trips,
-                 max_statements)
+                 max_statements, caps)
 
 
 def mark_first_reads(fragments: list[KernelGraph]) -> None:

@@ -95,6 +95,7 @@ class Kernel:
                                                              # its work-groups had not touched before
     accesses: list[Any] = field(default_factory=list)  # with chosen work-groups: every global access (builder.Access)
     sample: Any = None                                 # and those work-groups' work-items (requests.Sample)
+    capped: dict[int, float] = field(default_factory=dict)  # loops cut short (source line): passes per entry in full
 
 
 def levels(n: int, dst: np.ndarray, src: np.ndarray, loops: np.ndarray | None = None,

@@ -21,7 +21,8 @@ from gpuprofiler.models.cache.analysis import analyse
 from gpuprofiler.models.cache.streams import Launch, spec_launch
 from gpuprofiler.models.identity import family, spec_code
 from gpuprofiler.models.intervals import calibrate_all
-from gpuprofiler.models.maxplus.builder import BuildError, build, build_spec
+from gpuprofiler.models.maxplus.builder import BuildError, TooLarge, build, build_spec
+from gpuprofiler.models.maxplus.cut import predict_cut
 from gpuprofiler.models.maxplus.models import DEFAULT_MODEL, MODELS, parameters, predict
 from gpuprofiler.models.programs import bind, predict_program
 from gpuprofiler.profile.hardware import view
@@ -83,7 +84,10 @@ class MaxPlusPredictor(Predictor):
                 for launch in trace_app(item, probe, self.kind_):
                     self._launch_kernel(launch)
             else:
-                self._build(probe)
+                try:
+                    self._build(probe)
+                except TooLarge as exc:  # a loop too long to unroll: the graph with it cut must build
+                    self._cut(probe, exc)
         except UserError as exc:
             raise NotApplicable(f"maxplus: {exc}; {STILL_APPLIES}") from None
         self.fitted_ = True
@@ -137,16 +141,32 @@ class MaxPlusPredictor(Predictor):
                                                      self._predict_launch)) for size in sizes]
         for size in sizes:
             try:
-                inst, kernel = self._build(int(size))
-            except BuildError as exc:  # the graph of a larger size can exceed what the builder unrolls
+                try:
+                    inst, kernel = self._build(int(size))
+                except TooLarge as exc:  # the graph of a larger size can exceed what the builder unrolls
+                    kernel, pred = self._cut(int(size), exc)
+                else:
+                    params = parameters(self.profile_, kernel, self.n, self.line_bytes)
+                    misses = self._misses(inst, kernel) if self.cache and self.model == "overlap" else None
+                    pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches,
+                                   misses)
+            except BuildError as exc:
                 raise NotApplicable(f"maxplus: at {self.spec_.size}={size}: {exc}; {STILL_APPLIES}") from None
-            params = parameters(self.profile_, kernel, self.n, self.line_bytes)
-            misses = self._misses(inst, kernel) if self.cache and self.model == "overlap" else None
-            pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches, misses)
             pred.details["notes"] = list(kernel.notes)
             pred.details["kernel_code"] = spec_code(self.spec_, self.kind_)
             out.append(self._calibrated(pred))
         return out
+
+    def _cut(self, size: int, exc: TooLarge):
+        """(kernel, prediction) at ``size`` with its longest loops cut (:mod:`~gpuprofiler.models.maxplus.cut`);
+        their addresses are not followed, so the traffic comes from the footprint and reuse rules."""
+        inst = self.spec_.instantiate(size)
+
+        def at(kernel):
+            params = parameters(self.profile_, kernel, self.n, self.line_bytes)
+            return predict(kernel, params, math.prod(inst.global_size), size, self.model, self.batches)
+
+        return predict_cut(lambda caps: build_spec(inst, self.kind_, trips=self.trips, caps=caps), at, exc)
 
     def _calibrated(self, pred: Prediction) -> Prediction:
         """The interval from the model's out-of-sample errors (:mod:`gpuprofiler.models.intervals`)."""
