@@ -105,7 +105,9 @@ def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
     rows = read_csv(out / "predictions.csv")
     assert list(rows[0]) == ["kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s",
                              "measured_spread", "measured_visit_spread", "rel_error",
-                             "interval_low_s", "interval_high_s", "loko_corrected_s", "loko_rel_error", "detail"]
+                             "interval_low_s", "interval_high_s", "model_interval_low_s", "model_interval_high_s",
+                             "loko_corrected_s", "loko_rel_error", "family", "crossing", "device_kind", "device_name",
+                             "detail"]
     assert all(float(row["measured_spread"]) >= 1.0 and float(row["measured_visit_spread"]) >= 1.0 for row in rows)
     assert "(visits " in (out / "report.md").read_text()
     assert {r["model"] for r in rows} == {"fractal", "maxplus"}  # no pipeline on OpenCL
