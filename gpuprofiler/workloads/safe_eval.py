@@ -475,7 +475,8 @@ class _Evaluator:
                         self.check_elements(shape, "matmul()")
                 self._check_size(name, args)
             try:
-                result = self.functions[name](*args)
+                with np.errstate(all="ignore"):  # a non-finite result is judged by bounded(), not warned of
+                    result = self.functions[name](*args)
             except (ValueError, TypeError, OverflowError, ZeroDivisionError, IndexError) as exc:
                 raise self.fail(f"{name}(): {exc}") from None
             return self.bounded(result, node)
@@ -530,7 +531,8 @@ class _Evaluator:
 
     def _apply(self, op: Callable[[Any, Any], Any], left: Any, right: Any, node: ast.AST) -> Any:
         try:
-            return op(left, right)
+            with np.errstate(all="ignore"):  # as for a function: the result is judged, not warned of
+                return op(left, right)
         except ZeroDivisionError:
             raise self.fail("division by zero") from None
         except (OverflowError, ValueError, TypeError) as exc:

@@ -66,6 +66,7 @@ def test_covariance_past_the_statement_limit_is_predicted_not_refused():
     assert any("too long to unroll" in n for n in pred.details["notes"])
 
 
+@pytest.mark.slow
 def test_the_command_says_it_cut_the_loop():
     r = run_cli("maxplus", KERNELS / "covariance.toml", "--size", 480, "--profile", H100_PROFILE)
     assert r.returncode == 0, r.stderr[-2000:]
