@@ -102,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
     if args.correction:
         from gpuprofiler.models.correction import apply_file
 
+        if cut is not None:
+            raise UserError("--correction: the learned correction's features describe a whole graph, and this "
+                            "kernel's loops were cut to a few passes (too long to unroll)")
         if "features" not in d:
             raise UserError(f"--correction: the learned correction applies to the overlap model, not {d['model']}")
         got = apply_file(args.correction, "maxplus", choice.profile, d["features"], pred.seconds)
