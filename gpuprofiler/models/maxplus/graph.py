@@ -223,24 +223,24 @@ def graph_times(g: KernelGraph, weights: np.ndarray, loop_values: np.ndarray | N
 
 
 def _issue_order(g: KernelGraph) -> tuple:
-    """Per node in creation (program) order: its memory arcs, the moves that feed their addresses and its other
-    moves, each as (arc index, source) with the source created before it; and the arcs whose source came later (a
-    store's index or value made after its output node). Computed once per fragment."""
+    """Per node: its memory arcs, the moves that feed their addresses and its other moves, each as (arc index,
+    source); and the order to take the nodes in: creation order, each node after the sources of its arcs (a
+    product that became an FMA takes its addend's node, made after it). Computed once per fragment."""
     cache = g.__dict__.setdefault("_issue_order", {})
     key = (len(g.arcs), g.size)
     if key not in cache:
         mem: list[list] = [[] for _ in range(g.size)]
         addr: list[list] = [[] for _ in range(g.size)]
         ops: list[list] = [[] for _ in range(g.size)]
-        late = []
+        place = np.arange(g.size, dtype=float)
         for i, a in enumerate(g.arcs):
-            if a.src > a.dst:
-                late.append((i, a.src, a.dst))
-            elif a.kind != "move":
+            if a.kind != "move":
                 mem[a.dst].append((i, a.src))
             else:
                 (addr if a.info.get("address") else ops)[a.dst].append((i, a.src))
-        cache[key] = (mem, addr, ops, late, set(g.inputs))
+            place[a.dst] = max(place[a.dst], a.src + 0.5)
+        order = np.lexsort((np.arange(g.size), place)).tolist()
+        cache[key] = (mem, addr, ops, order, set(g.inputs))
     return cache[key]
 
 
@@ -249,18 +249,19 @@ def inorder_times(g: KernelGraph, weights: np.ndarray, loop_values: np.ndarray |
     instruction issues once the one before it has and its operands are ready, so a load waits for its address and
     the instruction before it, and the first use of a loaded value waits for the load; a store does not hold the
     instructions after it. Nodes in creation order are program order (the builder makes them as it interprets the
-    code). :func:`graph_times` is the same graph with every instruction issued as soon as its operands are ready."""
+    code), each taken after the nodes it reads. :func:`graph_times` is the same graph with every instruction issued
+    as soon as its operands are ready."""
     weights = np.atleast_2d(np.asarray(weights, dtype=float))
     m = weights.shape[0]
     lw = np.zeros((m, g.size)) if loop_values is None else np.atleast_2d(loop_values)
-    mem, addr, ops, late, inputs = _issue_order(g)
+    mem, addr, ops, order, inputs = _issue_order(g)
     loops = g.loops
     out = np.full(m, EPS)
     for j in range(m):
         w, lv = weights[j].tolist(), lw[j].tolist()
         ready = [0.0] * g.size
         issued = 0.0
-        for v in range(g.size):
+        for v in order:
             if v in inputs and not mem[v] and not ops[v]:
                 continue
             done = None
@@ -275,8 +276,6 @@ def inorder_times(g: KernelGraph, weights: np.ndarray, loop_values: np.ndarray |
             start = max([issued] + operands + ([done] if done is not None else []))
             issued = start
             ready[v] = start + lv[v]
-        for i, s, d in late:
-            ready[d] = max(ready[d], ready[s] + w[i])
         if g.outputs:
             out[j] = max(ready[o] for o in g.outputs)
     return out

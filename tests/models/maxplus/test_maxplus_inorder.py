@@ -57,6 +57,22 @@ def test_a_store_does_not_hold_what_follows_it():
     assert graph_times(g, w, lv)[0] == pytest.approx(LAT + 1.0)
 
 
+def test_a_product_made_an_fma_waits_for_its_addend_made_after_it():
+    """a * b + c * d: the first product's node becomes the FMA and takes the second product, a later node, as its
+    addend; the FMA and the store after it wait for both (each node is taken after the nodes it reads)."""
+    kernel = build("""
+__kernel void k(__global const float* a, __global const float* b, __global const float* c,
+                __global const float* d, __global float* y) {
+    int i = get_global_id(0);
+    y[i] = a[i] * b[i] + c[i] * d[i];
+}""", "k", {}, [8], global_size=[64])
+    g = next(f for f in kernel.fragments if f.outputs)
+    w, lv = weights_of(g)
+    # c, d at 0, their product at LAT; a, b at LAT (after it), the FMA at 2 LAT; the store after it
+    assert inorder_times(g, w, lv)[0] == pytest.approx(2 * LAT + OP + 1.0)
+    assert inorder_times(g, w, lv)[0] >= graph_times(g, w, lv)[0] - 1e-9
+
+
 ROW = """
 __kernel void rowsum(__global const float* A, __global float* y, const int n) {
     int i = get_global_id(0);
