@@ -18,6 +18,7 @@ builder makes graph nodes of them, the access tracer (:mod:`.trace`) records add
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -583,16 +584,16 @@ class Interpreter:
         if step is not None:
             self.stmt(step)
 
-    def run_loop(self, s, cond_node, body, step, first_unchecked: bool = False) -> None:
+    def run_loop(self, s, cond_node, body, step, first_unchecked: bool = False, cap: int | None = None) -> None:
         """A loop run pass by pass: while its condition is the same for every work-item, until it is false; where
-        it differs between work-items (exact execution only), each work-item leaves at its own end."""
+        it differs between work-items (exact execution only), each work-item leaves at its own end; ``cap``: at
+        most that many passes (:meth:`_cap`)."""
         c = self.c
         var = _loop_var(s, c) if isinstance(s, c.For) else None
         entry_mask, entry_must = self.b.mask, self.b.must
         self.b.frames.append(self.b._frame("loop"))
         trips = 0
         fixed = True
-        cap = self._cap(s, None, None) if getattr(s.coord, "line", None) in self.b.caps else None
         try:
             while True:
                 if cap is not None and trips >= cap:
@@ -634,39 +635,15 @@ class Interpreter:
             self.b.restore(entry_mask, entry_must)
         self._looping(s, trips if fixed else None)
 
-    def _cap(self, s, passes: int | None, real: float | None) -> int | None:
-        """The passes a loop the caller cut runs (:attr:`Executor.caps`), its full count kept in
-        :attr:`Executor.capped`: ``real`` where known, else its counted form's at the sampled work-items."""
+    def _cap(self, s, passes: int | None, real: float) -> int | None:
+        """The passes a loop the caller cut (:attr:`Executor.caps`) runs, its full count ``real`` kept in
+        :attr:`Executor.capped`; ``passes`` where it is not cut."""
         line = getattr(s.coord, "line", None)
         if line not in self.b.caps:
             return passes
-        if real is None:
-            real = self._counted_passes(s)
-            if real is None:
-                raise self.b.error(s, "a loop too long to unroll whose trip count is not fixed by constants and the "
-                                      "launch's arguments", TooLarge)
         self.b.capped.setdefault(line, []).append(real)
         cap = self.b.caps[line]
         return cap if passes is None else min(passes, cap)
-
-    def _counted_passes(self, s) -> float | None:
-        """The mean passes of a ``for (v = a; v < b; v += c)`` loop over the sampled work-items running it."""
-        c = self.c
-        if not isinstance(s, c.For):
-            return None
-        var = _loop_var(s, c)
-        form = _counted_form(s, c, var)
-        if form is None:
-            return None
-        op, bound_expr, step = form
-        lo, hi = self.b.values_of(self.b.env.get(var)), self.b.values_of(self.expr(bound_expr))
-        if lo is None or hi is None:
-            return None
-        trips = _trips(np.broadcast_to(lo, self.b.mask.shape), np.broadcast_to(hi, self.b.mask.shape), op, step)
-        if trips is None:
-            return None
-        active = self.b.mask & self.b.sample.valid
-        return float(trips[active].mean()) if active.any() else 0.0
 
     def _undecidable(self, s, cond) -> None:
         if isinstance(cond, Data):
@@ -678,12 +655,18 @@ class Interpreter:
         raise self.b.error(s, f"the loop's trip count is not fixed by constants and the launch's "
                               f"arguments (it depends on {what})")
 
-    def loop(self, s) -> None:
+    @contextmanager
+    def _in_loop(self, s):
+        """The loop at ``s``'s line is being run (for the statement limit's message)."""
         self.loops.append(getattr(s.coord, "line", 0))
         try:
-            self._loop(s)
+            yield
         finally:
             self.loops.pop()
+
+    def loop(self, s) -> None:
+        with self._in_loop(s):
+            self._loop(s)
 
     def _loop(self, s) -> None:
         c = self.c
@@ -693,6 +676,7 @@ class Interpreter:
         form = _counted_form(s, c, var)
         if form is not None and self.b.exact and self.summarized(s, var, form):
             return
+        cap = None
         if form is not None and not self.b.exact:
             op, bound_expr, step = form
             start = self.b.env.get(var)
@@ -700,7 +684,10 @@ class Interpreter:
             if not (isinstance(start, int) and isinstance(bound, int)):
                 self.counted_loop(s, var, start, op, bound, step)
                 return
-        self.run_loop(s, s.cond, s.stmt, s.next)
+            passes = _trips(np.array([start]), np.array([bound]), op, step)
+            if passes is not None:
+                cap = self._cap(s, None, float(passes[0]))
+        self.run_loop(s, s.cond, s.stmt, s.next, cap=cap)
 
     def summarized(self, s, var: str, form) -> bool:
         """A long counted loop of an exact execution run as its first passes and its last, where that is exact: a
@@ -784,11 +771,8 @@ class Interpreter:
             self._pass(body, step)
 
     def while_loop(self, s) -> None:
-        self.loops.append(getattr(s.coord, "line", 0))
-        try:
+        with self._in_loop(s):
             self._while_loop(s)
-        finally:
-            self.loops.pop()
 
     def _while_loop(self, s) -> None:
         if self.counted(s):

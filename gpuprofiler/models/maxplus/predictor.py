@@ -105,14 +105,17 @@ class MaxPlusPredictor(Predictor):
 
     def _predict_launch(self, launch: TracedLaunch) -> Prediction:
         kernel = self._launch_kernel(launch)
-        params = parameters(self.profile_, kernel, self.n, self.line_bytes)
         misses = None
         if self.cache and self.model == "overlap":
             stream = Launch(lambda groups, items=None: self._launch_kernel(launch, groups, items),
                             tuple(launch.global_size), tuple(launch.local_size) if launch.local_size else None)
             misses = self._analysis(stream, kernel)
-        return predict(kernel, params, math.prod(launch.global_size), math.prod(launch.global_size), self.model,
-                       self.batches, misses)
+        return self._time(kernel, launch.global_size, math.prod(launch.global_size), misses)
+
+    def _time(self, kernel, global_size, size: int, misses=None) -> Prediction:
+        """A graph's prediction with the profile's parameters, for a launch of ``global_size``."""
+        params = parameters(self.profile_, kernel, self.n, self.line_bytes)
+        return predict(kernel, params, math.prod(global_size), size, self.model, self.batches, misses)
 
     def _misses(self, inst, kernel):
         """The launch's cache analysis (None where its accesses cannot be followed: the rules apply)."""
@@ -146,10 +149,8 @@ class MaxPlusPredictor(Predictor):
                 except TooLarge as exc:  # the graph of a larger size can exceed what the builder unrolls
                     kernel, pred = self._cut(int(size), exc)
                 else:
-                    params = parameters(self.profile_, kernel, self.n, self.line_bytes)
                     misses = self._misses(inst, kernel) if self.cache and self.model == "overlap" else None
-                    pred = predict(kernel, params, math.prod(inst.global_size), int(size), self.model, self.batches,
-                                   misses)
+                    pred = self._time(kernel, inst.global_size, int(size), misses)
             except BuildError as exc:
                 raise NotApplicable(f"maxplus: at {self.spec_.size}={size}: {exc}; {STILL_APPLIES}") from None
             pred.details["notes"] = list(kernel.notes)
@@ -161,12 +162,8 @@ class MaxPlusPredictor(Predictor):
         """(kernel, prediction) at ``size`` with its longest loops cut (:mod:`~gpuprofiler.models.maxplus.cut`);
         their addresses are not followed, so the traffic comes from the footprint and reuse rules."""
         inst = self.spec_.instantiate(size)
-
-        def at(kernel):
-            params = parameters(self.profile_, kernel, self.n, self.line_bytes)
-            return predict(kernel, params, math.prod(inst.global_size), size, self.model, self.batches)
-
-        return predict_cut(lambda caps: build_spec(inst, self.kind_, trips=self.trips, caps=caps), at, exc)
+        return predict_cut(lambda caps: build_spec(inst, self.kind_, trips=self.trips, caps=caps),
+                           lambda kernel: self._time(kernel, inst.global_size, size), exc)
 
     def _calibrated(self, pred: Prediction) -> Prediction:
         """The interval from the model's out-of-sample errors (:mod:`gpuprofiler.models.intervals`)."""
