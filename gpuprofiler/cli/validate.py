@@ -237,6 +237,9 @@ def _write(args: argparse.Namespace, models: list[str], outdir: Path, results: l
                 if s["loko_corrected_mape"] == s["loko_corrected_mape"] else "")
         inside = (f"  inside {100 * s['inside_interval']:3.0f}% (median width {s['median_interval_width']:.2f}x)"
                   if s["inside_interval"] == s["inside_interval"] else "")
+        if s["inside_interval"] == s["inside_interval"] and s["inside_calibrated"] != s["inside_interval"]:
+            inside += (f" [calibrated alone {100 * s['inside_calibrated']:.0f}%, "
+                       f"{s['median_calibrated_width']:.2f}x]")
         print(f"{s['model']:<9} {s['cases']:>3} cases  MAPE {100 * s['mape']:6.1f}%  median |error| "
               f"{100 * s['median_abs_error']:5.1f}%  max {100 * s['max_abs_error']:7.1f}%{inside}{loko}")
     for b in baseline_summary:

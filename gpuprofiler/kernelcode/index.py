@@ -150,6 +150,13 @@ def key(v) -> Any:
     return str(sympy.expand(v))
 
 
+def thread_dependent(v) -> bool:
+    """Whether an index differs between work-items (it holds a work-item or work-group id)."""
+    if isinstance(v, Affine):
+        return True
+    return isinstance(v, sympy.Basic) and bool(v.free_symbols & set(THREAD))
+
+
 def thread_free_difference(a, b) -> bool:
     """Whether ``a - b`` is the same for every work-item (neighbouring addresses over the grid)."""
     if isinstance(a, (int, Affine)) and isinstance(b, (int, Affine)):

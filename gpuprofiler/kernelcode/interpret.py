@@ -113,6 +113,9 @@ class Data:
     # nowhere), from its known parts (``i < n && x[i] > 0`` may be true only where i < n)
     maybe: np.ndarray | None = None
     surely: np.ndarray | None = None
+    # a constant computed from the work-item's index (``(float)i``): it differs between work-items, so what is
+    # computed from it is the work-item's work, where a constant of the kernel's arguments alone is hoisted
+    varying: bool = False
 
 
 @dataclass
@@ -470,10 +473,10 @@ class Interpreter:
     def as_variable(self, value, elem: str, where):
         """A value held in a variable: loads are materialised (a variable is read maybe more than once)."""
         if elem in DTYPE and not isinstance(value, (Data, Pointer)):
-            return Data(DTYPE[elem], const=True)
+            return Data(DTYPE[elem], const=True, varying=ix.thread_dependent(value))
         if isinstance(value, Data):
             self.b.materialise(value)
-            return Data(value.dtype, node=value.node, const=value.const, values=value.values)
+            return Data(value.dtype, node=value.node, const=value.const, values=value.values, varying=value.varying)
         if isinstance(value, Cond):
             if value.values is None:
                 return Data("int", const=True)
@@ -824,7 +827,7 @@ class Interpreter:
             if isinstance(e.to_type.type, c.PtrDecl) and isinstance(value, Pointer):
                 return value
             if elem in DTYPE and not isinstance(value, Data):
-                return Data(DTYPE[elem], const=True)
+                return Data(DTYPE[elem], const=True, varying=ix.thread_dependent(value))
             if elem not in DTYPE and isinstance(value, Data) and value.dtype != "int":
                 return self.b.operation("cvt", [value], e)  # float to int: an index computed from data
             return value
@@ -1154,7 +1157,10 @@ class Interpreter:
                     return values[0]
                 if name == "popcount":
                     return Data("int", const=True)
-                return Data("float", const=True)
+                varying = any(ix.thread_dependent(v) for v in values if not isinstance(v, (Cond, Pointer)))
+                if varying and not name.startswith(("convert_", "as_")):  # math on the work-item's index
+                    return self.b.operation(op, [Data("float", const=True, varying=True)], e)
+                return Data("float", const=True, varying=varying)
             cop = name if name in ("min", "max") and len(values) == 2 else None
             result = self.b.operation(op, values, e, cop)
             if name.startswith(("convert_int", "convert_uint", "as_int", "as_uint")) and result.dtype != "int":

@@ -16,6 +16,10 @@ one device need not carry to another: a leave-one-kind-out check of the calibrat
 filling) takes the residuals of such crossings where there are :data:`MIN_CASES` of them, else everyone's,
 widened by :data:`CROSSING_WIDEN`.
 
+Where the same kernel was measured at a smaller size (a validation's sweep, a replayed log), a static model's
+interval also reaches the model's error there when that error lies outside the calibrated band (:func:`anchored`):
+a model that misreads a kernel misreads it at every size, which no calibration over other kernels can know.
+
 The calibration is data (:data:`DEFAULT_FILE`, written by ``gpuprofiler validate --fit-intervals``) and carries
 what it was computed from: the runs, the devices, the code's version, the residuals themselves.
 """
@@ -215,6 +219,47 @@ def calibrate(prediction, kind: str | None, family: str | None, crossing: bool =
     if got.notes:
         details["warnings"] = list(details.get("warnings", [])) + [f"interval: {n}" for n in got.notes]
     return replace(prediction, low=got.low, high=got.high, details=details)
+
+
+def _reach(low: float, high: float, seconds: float, r: float) -> tuple[float, float, bool]:
+    """``[low, high]`` also reaching ``[low, high] * e^r`` where ``seconds * e^r`` lies outside it."""
+    if low <= seconds * math.exp(r) <= high:
+        return low, high, False
+    return min(low, low * math.exp(r)), max(high, high * math.exp(r)), True
+
+
+def anchored(prediction, at, measured: float, phases: dict[str, float] | None = None):
+    """``prediction`` of a static model with its interval also reaching the model's error on the same kernel at a
+    smaller size that was measured: ``at``, the model's prediction there, ``measured`` the time measured there
+    (``phases``: each phase's). A model whose error on a kernel lies outside what its calibration holds at the
+    measured sizes is, to first order, as far off at the next: the interval then holds both the calibrated band
+    around the prediction and that band moved by the error seen (``r = ln(measured / at)``), and says so. The
+    calibrated interval stays in ``details["calibrated_interval_s"]``."""
+    if not (at.seconds > 0 and measured > 0 and math.isfinite(measured)):
+        return prediction
+    r = math.log(measured / at.seconds)
+    details = dict(prediction.details)
+    details.update(calibrated_interval_s=[prediction.low, prediction.high], evidence_size=int(at.size),
+                   evidence_log_error=r)
+    low, high, moved = _reach(prediction.low, prediction.high, prediction.seconds, r)
+    if moved:
+        details["warnings"] = list(details.get("warnings", [])) + [
+            f"interval: {prediction.model} is off by {math.exp(-r) - 1:+.0%} on this kernel at its measured size "
+            f"{int(at.size)}, outside its calibration: the interval also reaches that error"]
+    ours, theirs = details.get("phases"), (at.details or {}).get("phases")
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        ours = {name: dict(ph) if isinstance(ph, dict) else ph for name, ph in ours.items()}
+        for name, ph in ours.items():
+            there, seen = theirs.get(name), (phases or {}).get(name)
+            if not (isinstance(ph, dict) and isinstance(there, dict) and "interval_s" in ph and seen
+                    and there.get("predicted_s", 0) > 0 and math.isfinite(seen) and seen > 0):
+                continue
+            lo, hi = ph["interval_s"]
+            ph["calibrated_interval_s"] = [lo, hi]
+            lo, hi, _ = _reach(lo, hi, float(ph["predicted_s"]), math.log(seen / float(there["predicted_s"])))
+            ph["interval_s"] = [lo, hi]
+        details["phases"] = ours
+    return replace(prediction, low=low, high=high, details=details)
 
 
 def residuals_from_rows(rows: Iterable[dict], source: str, kind: str | None = None,

@@ -18,13 +18,13 @@ from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s", "measured_spread",
                       "measured_visit_spread", "rel_error",
                       "interval_low_s", "interval_high_s", "model_interval_low_s", "model_interval_high_s",
-                      "loko_corrected_s", "loko_rel_error", "family", "crossing", "device_kind", "device_name", "detail")
+                      "calibrated_low_s", "calibrated_high_s", "evidence_size", "evidence_log_error", "loko_corrected_s", "loko_rel_error", "family", "crossing", "device_kind", "device_name", "detail")
 BASELINE_COLUMNS = ("kernel", "size", "model", "law", "predicted_s", "measured_s", "rel_error", "interval_low_s",
                     "interval_high_s")
 BASELINE_SUMMARY_COLUMNS = ("law", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
                             "median_interval_width")
 SUMMARY_COLUMNS = ("model", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
-                   "cases_with_interval", "median_interval_width", "loko_corrected_mape", "loko_corrected_median_abs_error",
+                   "cases_with_interval", "median_interval_width", "inside_calibrated", "median_calibrated_width", "loko_corrected_mape", "loko_corrected_median_abs_error",
                    "loko_corrected_max_abs_error")
 
 
@@ -143,15 +143,20 @@ def write_report(outdir: Path, results: list[Any], rows: list[dict], summary: li
              "model's own features) fitted without the case's kernel: leave-one-kernel-out, so no kernel's "
              "corrected figure has seen that kernel (a kernel is its code: an app's copy of a builtin kernel is left "
              "out with it).", "",
-             "Interval width: the median over the cases of the interval's high end over its low end (1x: a point).",
+             "Interval width: the median over the cases of the interval's high end over its low end (1x: a point). "
+             "A static model's interval also reaches its error on the kernel at the largest small size measured "
+             "below the case, where that error lies outside its calibration; calibrated alone: the interval "
+             "without that (the calibration's band only).",
              "",
              "| model | cases | MAPE | median abs error | max abs error | inside interval | interval width | "
-             "corrected MAPE | corrected median | corrected max |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "calibrated alone: inside, width | corrected MAPE | corrected median | corrected max |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
         inside = "-" if math.isnan(s["inside_interval"]) else f"{100 * s['inside_interval']:.0f}% of {s['cases_with_interval']}"
         width = s.get("median_interval_width", math.nan)
         inside += f" | {width:.3g}x" if math.isfinite(width) else " | -"
+        alone = s.get("inside_calibrated", math.nan)
+        inside += (f" | {100 * alone:.0f}%, {s['median_calibrated_width']:.3g}x" if math.isfinite(alone) else " | -")
         corr = ["-"] * 3 if math.isnan(s.get("loko_corrected_mape", math.nan)) else [
             f"{100 * s[k]:.1f}%" for k in ("loko_corrected_mape", "loko_corrected_median_abs_error",
                                           "loko_corrected_max_abs_error")]

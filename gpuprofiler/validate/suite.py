@@ -30,7 +30,7 @@ from gpuprofiler.measure.runners.base import Runner, Task, TaskFailed, measured_
 from gpuprofiler.measure.runners.sequential import SequentialRunner
 from gpuprofiler.measure.stats import model_value, spread
 from gpuprofiler.measure.storage import MeasurementLog, provenance, read_records
-from gpuprofiler.models import correction, registry
+from gpuprofiler.models import correction, intervals, registry
 from gpuprofiler.models.base import NotApplicable, Prediction, Predictor
 from gpuprofiler.models.fractal.regimes import recommended_small
 from gpuprofiler.workloads.builtin import CORPORA, builtin_apps, builtin_specs, corpus, portable
@@ -405,6 +405,8 @@ def predict_item(res: ItemResult, item, sweep: Sweep | None, checks: dict[int, S
         try:
             predictor.fit(item, profile, sweep if predictor.needs_measurements else None)
             predictions = predictor.predict(list(measured))
+            if not predictor.needs_measurements and sweep is not None:
+                predictions = _anchor(predictor, predictions, sweep)
         except NotApplicable as exc:
             res.refused[name] = str(exc).removeprefix(f"{name}: ")
             continue
@@ -421,6 +423,29 @@ def predict_item(res: ItemResult, item, sweep: Sweep | None, checks: dict[int, S
         res.baselines += [b for p in predictions for b in baseline_rows(res.name, name, p, measured[int(p.size)])]
         res.notes += [w for p in predictions for w in p.details.get("warnings", []) if isinstance(w, str)]
     res.notes = list(dict.fromkeys(res.notes))
+
+
+def _anchor(predictor: Predictor, predictions: list[Prediction], sweep: Sweep) -> list[Prediction]:
+    """Each static prediction with its interval also reaching the model's error at the largest small size measured
+    below it (:func:`gpuprofiler.models.intervals.anchored`; that size predicted too where it was not)."""
+    nearest = {int(p.size): max((s for s in sweep.sizes if s < p.size), default=None) for p in predictions}
+    have = {int(p.size): p for p in predictions}
+    missing = sorted({s for s in nearest.values() if s is not None} - set(have))
+    if missing:
+        try:
+            have.update({int(p.size): p for p in predictor.predict(missing)})
+        except (NotApplicable, UserError):
+            pass
+    out = []
+    for p in predictions:
+        s = nearest[int(p.size)]
+        if s is None or s not in have:
+            out.append(p)
+            continue
+        k = sweep.sizes.index(s)
+        phases = {name: model_value(per_size[k]) for name, per_size in sweep.phases.items()}
+        out.append(intervals.anchored(p, have[s], model_value(sweep.totals[k]), phases))
+    return out
 
 
 def _rows(item: str, model: str, p: Prediction, measured: Sweep) -> list[dict]:
@@ -456,10 +481,13 @@ def _calibration_columns(details: dict) -> dict:
     """What the interval calibration keys a case by (:mod:`gpuprofiler.models.intervals`), and the model's own
     interval beside the calibrated one."""
     own = details.get("model_interval_s") or [math.nan, math.nan]
+    calibrated = details.get("calibrated_interval_s") or [math.nan, math.nan]
     return {"family": details.get("family"), "crossing": details.get("crossing"),
             "device_kind": details.get("device_kind"), "device_name": details.get("device_name"),
             "model_interval_low_s": own[0],
-            "model_interval_high_s": own[1]}
+            "model_interval_high_s": own[1],
+            "calibrated_low_s": calibrated[0], "calibrated_high_s": calibrated[1],
+            "evidence_size": details.get("evidence_size"), "evidence_log_error": details.get("evidence_log_error")}
 
 
 def visit_spread(samples, records: list[dict]) -> float:
@@ -593,6 +621,11 @@ def summarize(rows: list[dict]) -> list[dict]:
         inside = [r["interval_low_s"] <= r["measured_s"] <= r["interval_high_s"] for r in with_iv]
         widths = [r["interval_high_s"] / r["interval_low_s"] for r in with_iv
                   if r["interval_low_s"] > 0 and math.isfinite(r["interval_high_s"])]
+        alone = [(r.get("calibrated_low_s", math.nan), r.get("calibrated_high_s", math.nan), r["measured_s"])
+                 for r in with_iv]
+        alone = [(lo, hi, m) if lo == lo else (r["interval_low_s"], r["interval_high_s"], m)
+                 for (lo, hi, m), r in zip(alone, with_iv)]
+        alone_widths = [hi / lo for lo, hi, _ in alone if lo > 0 and math.isfinite(hi)]
         loko = np.abs([r.get("loko_rel_error", math.nan) for r in mine])
         has = bool(len(loko)) and bool(np.isfinite(loko).all())
         out.append({"model": model, "cases": len(mine), "mape": float(errs.mean()),
@@ -600,6 +633,8 @@ def summarize(rows: list[dict]) -> list[dict]:
                     "inside_interval": float(np.mean(inside)) if inside else math.nan,
                     "cases_with_interval": len(with_iv),
                     "median_interval_width": float(np.median(widths)) if widths else math.nan,
+                    "inside_calibrated": float(np.mean([lo <= m <= hi for lo, hi, m in alone])) if alone else math.nan,
+                    "median_calibrated_width": float(np.median(alone_widths)) if alone_widths else math.nan,
                     "loko_corrected_mape": float(loko.mean()) if has else math.nan,
                     "loko_corrected_median_abs_error": float(np.median(loko)) if has else math.nan,
                     "loko_corrected_max_abs_error": float(loko.max()) if has else math.nan})

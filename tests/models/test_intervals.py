@@ -1,7 +1,8 @@
 """Intervals calibrated on out-of-sample errors (:mod:`gpuprofiler.models.intervals`): the split-conformal
 quantiles against brute force, each kernel weighing one, a kernel's family always left out, wider for a kind of
 device or a regime crossing the calibration has not seen, a program's phases calibrated too, and the file's
-validation and round trip; the ``intervals`` command fits and shows one."""
+validation and round trip; the ``intervals`` command fits and shows one; a static model's interval that also
+reaches its error on the kernel at a measured smaller size."""
 
 import csv
 import json
@@ -21,6 +22,7 @@ from gpuprofiler.models.intervals import (
     UNSEEN_WIDEN,
     Calibration,
     Residual,
+    anchored,
     calibrate,
     calibrate_all,
     conformal,
@@ -156,3 +158,38 @@ def test_on_an_unseen_device_the_interval_reaches_either_way():
     q = np.sort(errs)[math.ceil(31 * cal.level - 1e-9) - 1]  # the level's order statistic of |error|
     assert math.log(new.low) == pytest.approx(-UNSEEN_WIDEN * q)
     assert math.log(new.high) == pytest.approx(math.log(seen.high) * UNSEEN_WIDEN)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0.2, 0.99), st.floats(1.01, 5.0), st.floats(-4, 4, allow_nan=False))
+def test_an_anchored_interval_reaches_the_error_seen_only_where_the_calibration_does_not(lo, hi, r):
+    """The calibrated band [lo, hi] around a prediction of 1 s, and the model off by e^r at a smaller size: the
+    interval is the band where e^r lies inside it, else the band and the band moved by e^r together."""
+    p = Prediction(100, 1.0, lo, hi, "maxplus")
+    at = Prediction(50, 0.5, 0.4, 0.6, "maxplus")
+    got = anchored(p, at, 0.5 * math.exp(r))
+    assert got.details["calibrated_interval_s"] == [lo, hi]
+    assert got.details["evidence_size"] == 50 and got.details["evidence_log_error"] == pytest.approx(r)
+    if lo <= math.exp(r) <= hi:
+        assert (got.low, got.high) == (lo, hi) and not got.details.get("warnings")
+    else:
+        assert got.low == pytest.approx(min(lo, lo * math.exp(r))) and got.high == pytest.approx(max(hi, hi * math.exp(r)))
+        assert got.low <= math.exp(r) * lo and got.high >= math.exp(r) * hi  # the moved band inside, and
+        assert got.low <= lo and got.high >= hi  # the calibrated one
+        assert "off by" in got.details["warnings"][-1]
+    assert got.check() and got.seconds == 1.0
+
+
+def test_an_anchored_programs_phases_each_reach_their_own_error():
+    phases = {"spmv": {"predicted_s": 0.6, "interval_s": [0.5, 0.7]}, "axpy": {"predicted_s": 0.4,
+                                                                             "interval_s": [0.3, 0.5]}}
+    p = Prediction(100, 1.0, 0.8, 1.2, "maxplus", "", {"phases": phases})
+    at = Prediction(50, 0.5, 0.4, 0.6, "maxplus", "", {"phases": {"spmv": {"predicted_s": 0.3},
+                                                                   "axpy": {"predicted_s": 0.2}}})
+    got = anchored(p, at, 0.5, {"spmv": 0.9, "axpy": 0.2})  # spmv 3x off at 50, axpy exact
+    spmv, axpy = got.details["phases"]["spmv"], got.details["phases"]["axpy"]
+    assert spmv["calibrated_interval_s"] == [0.5, 0.7] and spmv["interval_s"] == pytest.approx([0.5, 2.1])
+    assert axpy["interval_s"] == [0.3, 0.5]
+    assert phases["spmv"]["interval_s"] == [0.5, 0.7]  # the prediction given is not changed
+    assert (got.low, got.high) == (0.8, 1.2)  # the whole run exact at 50
+    assert anchored(p, at, math.nan) is p and anchored(p, at, 0.0) is p  # nothing measured: as it was

@@ -31,7 +31,16 @@ import numpy as np
 
 from gpuprofiler.kernelcode import index as ix
 from gpuprofiler.kernelcode.index import Affine
-from gpuprofiler.kernelcode.interpret import Array, Data, Executor, launch_shape, local_extents, run_kernel
+from gpuprofiler.kernelcode.interpret import (
+    Array,
+    Cond,
+    Data,
+    Executor,
+    Pointer,
+    launch_shape,
+    local_extents,
+    run_kernel,
+)
 from gpuprofiler.kernelcode.sample import make_sample
 from gpuprofiler.kernelcode.source import DTYPE, ELEM_BYTES, CodeError, TooLarge, parse
 from gpuprofiler.kernelcode.trace import Access
@@ -93,6 +102,7 @@ class Builder(Executor):
         self.mem_in: dict[tuple, int] = {}
         self.mem_out: dict[tuple, int] = {}
         self.local_state: dict[tuple, int] = {}
+        self.item_start: int | None = None  # the input node of what the work-item's index alone computes
         self.read_order = 0
         self.write_order = 0
 
@@ -127,8 +137,10 @@ class Builder(Executor):
         dtype = "double" if any(d.dtype == "double" for d in datas) else (
             "float" if any(d.dtype == "float" for d in datas) else "int")
         values = self.int_values(operands, cop) if dtype == "int" else None
-        if all(d.const for d in datas):
-            return Data(dtype, const=True, values=values)
+        if all(d.const for d in datas) and (dtype == "int" or not (
+                any(d.varying for d in datas) or any(ix.thread_dependent(v) for v in operands
+                                                     if not isinstance(v, (Data, Cond, Pointer))))):
+            return Data(dtype, const=True, values=values)  # index arithmetic, or hoisted out of the work-items
         if op in ("add", "sub") and dtype != "int":
             fused = self.contract(operands)
             if fused is not None:
@@ -137,6 +149,10 @@ class Builder(Executor):
         self.g.add_loop(node, op=op, dtype=dtype, line=getattr(where.coord, "line", None))
         for d in datas:
             self.connect(d, node)
+        if all(d.const for d in datas):  # computed from the work-item's index alone: it starts with the work-item
+            if self.item_start is None:
+                self.item_start = self.g.add_node("work-item", "input")
+            self.g.add_arc(self.item_start, node, "move")
         if op == "mul" and dtype != "int":
             self.products.add(node)
         return Data(dtype, node=node, values=values)

@@ -10,7 +10,7 @@ from conftest import POCL_PROFILE, run_cli
 
 from gpuprofiler.errors import UserError
 from gpuprofiler.models.maxplus.builder import build, build_spec
-from gpuprofiler.models.maxplus.graph import height
+from gpuprofiler.models.maxplus.graph import graph_times, height
 from gpuprofiler.models.maxplus.models import parameters, predict
 from gpuprofiler.profile.file import load_profile
 from gpuprofiler.workloads.builtin import resolve
@@ -263,3 +263,25 @@ def test_cli_refuses_bad_input_cleanly(tmp_path):
     assert r.returncode == 2 and "unknown --model" in r.stderr
     r = run_cli("maxplus", "vadd", "--profile", tmp_path / "none.json", "--size", 1024)
     assert r.returncode == 2 and "profile not found" in r.stderr
+
+
+def test_math_on_the_work_items_index_is_the_work_items_work():
+    """A twiddle factor computed from the work-item's index (an FFT stage's sincos of k / p) is work each
+    work-item does: operations on its path; the same computed from the kernel's arguments alone is hoisted."""
+    src = """
+    __kernel void twiddle(__global float *y, int p, float a) {
+        int i = get_global_id(0);
+        int k = i & (p - 1);
+        float c;
+        float s = sincos(-M_PI_F * (float)k / (float)p, &c);
+        float u = native_exp((float)p * a);
+        y[i] = s * c + u;
+    }"""
+    kernel = build(src, "twiddle", {"p": 64, "a": 0.5}, [64])
+    (g,) = kernel.fragments
+    ops = sorted(info["op"] for info in g.loops.values())
+    assert ops == ["div", "fma", "mul", "sin"]  # -pi * k, / p, sincos, s * c + u: not the uniform exp
+    ones = np.zeros(g.size)
+    ones[list(g.loops)] = 1.0
+    # each operation a unit of time, moves and accesses none: the four in one chain from the work-item's start
+    assert graph_times(g, np.zeros(len(g.arcs)), ones)[0] == 4.0
