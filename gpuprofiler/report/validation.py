@@ -18,14 +18,15 @@ from gpuprofiler.report.plots import plot_extrapolation, pyplot, save_figure
 PREDICTION_COLUMNS = ("kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s", "measured_spread",
                       "measured_visit_spread", "rel_error",
                       "interval_low_s", "interval_high_s", "model_interval_low_s", "model_interval_high_s",
-                      "calibrated_low_s", "calibrated_high_s", "evidence_size", "evidence_log_error", "loko_corrected_s", "loko_rel_error", "family", "crossing", "device_kind", "device_name", "detail")
+                      "calibrated_low_s", "calibrated_high_s", "evidence_size", "evidence_log_error",
+                      "loko_corrected_s", "loko_rel_error", "family", "crossing", "device_kind", "device_name", "detail")
 BASELINE_COLUMNS = ("kernel", "size", "model", "law", "predicted_s", "measured_s", "rel_error", "interval_low_s",
                     "interval_high_s")
 BASELINE_SUMMARY_COLUMNS = ("law", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
                             "median_interval_width")
 SUMMARY_COLUMNS = ("model", "cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
-                   "cases_with_interval", "median_interval_width", "inside_calibrated", "median_calibrated_width", "loko_corrected_mape", "loko_corrected_median_abs_error",
-                   "loko_corrected_max_abs_error")
+                   "cases_with_interval", "median_interval_width", "inside_calibrated", "median_calibrated_width",
+                   "loko_corrected_mape", "loko_corrected_median_abs_error", "loko_corrected_max_abs_error")
 
 
 def write_csv(path: Path, rows: list[dict], columns) -> Path:

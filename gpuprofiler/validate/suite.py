@@ -633,7 +633,8 @@ def summarize(rows: list[dict]) -> list[dict]:
                     "inside_interval": float(np.mean(inside)) if inside else math.nan,
                     "cases_with_interval": len(with_iv),
                     "median_interval_width": float(np.median(widths)) if widths else math.nan,
-                    "inside_calibrated": float(np.mean([lo <= m <= hi for lo, hi, m in alone])) if alone else math.nan,
+                    "inside_calibrated": (float(np.mean([lo <= m <= hi for lo, hi, m in alone])) if alone
+                                          else math.nan),
                     "median_calibrated_width": float(np.median(alone_widths)) if alone_widths else math.nan,
                     "loko_corrected_mape": float(loko.mean()) if has else math.nan,
                     "loko_corrected_median_abs_error": float(np.median(loko)) if has else math.nan,

@@ -106,6 +106,7 @@ def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
     assert list(rows[0]) == ["kernel", "size", "model", "predicted_s", "measured_s", "measured_median_s",
                              "measured_spread", "measured_visit_spread", "rel_error",
                              "interval_low_s", "interval_high_s", "model_interval_low_s", "model_interval_high_s",
+                             "calibrated_low_s", "calibrated_high_s", "evidence_size", "evidence_log_error",
                              "loko_corrected_s", "loko_rel_error", "family", "crossing", "device_kind", "device_name",
                              "detail"]
     assert all(float(row["measured_spread"]) >= 1.0 and float(row["measured_visit_spread"]) >= 1.0 for row in rows)
@@ -115,10 +116,14 @@ def test_user_suite_writes_report_with_recomputable_errors(tmp_path, pocl):
         p, m = float(row["predicted_s"]), float(row["measured_s"])
         assert float(row["rel_error"]) == pytest.approx((p - m) / m, rel=1e-9)
         assert m > 0 and p > 0
+        if row["model"] == "maxplus":  # a static model: its band, and the error at the sweep's largest size
+            assert int(row["evidence_size"]) == max(small)
+            assert float(row["interval_low_s"]) <= float(row["calibrated_low_s"]) <= p
+            assert p <= float(row["calibrated_high_s"]) <= float(row["interval_high_s"])
     summary = read_csv(out / "summary.csv")
     assert {s["model"] for s in summary} == {"fractal", "maxplus"}
     assert {"cases", "mape", "median_abs_error", "max_abs_error", "inside_interval",
-            "median_interval_width"} <= set(summary[0])
+            "median_interval_width", "inside_calibrated", "median_calibrated_width"} <= set(summary[0])
     text = (out / "report.md").read_text()
     assert "plots/predicted_vs_measured.png" in text and (out / "plots" / "errors.png").stat().st_size > 0
     assert "pipeline: not run, it models NVIDIA GPUs" in text and "every measurement taken by this run" in text
