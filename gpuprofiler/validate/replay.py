@@ -48,8 +48,11 @@ def read_log(path: str | Path, say: Callable[[str], None] = lambda m: None) -> l
     """The log's kernel and app records; a missing, empty or foreign file is a UserError, and lines that are
     not measurements are skipped with a note."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise UserError(f"--replay: measurements file not found: {path}")
+    if not path.is_file():
+        raise UserError(f"--replay {path}: not a regular file (a directory, a pipe or a device): write the log "
+                        "to a file and give its path")
     try:
         lines = read_records(path)
     except (OSError, UnicodeDecodeError) as exc:

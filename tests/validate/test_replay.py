@@ -94,6 +94,8 @@ def test_h100_log_replays_with_both_static_models_and_the_correction(tmp_path):
 def test_bad_replays_exit_cleanly(tmp_path):
     done = replay("--replay", tmp_path / "missing.jsonl", "-o", tmp_path / "o", cwd=tmp_path)
     assert done.returncode == 2 and "not found" in done.stderr and "Traceback" not in done.stderr
+    done = replay("--replay", tmp_path, "-o", tmp_path / "o", cwd=tmp_path)  # a directory (or a pipe: <(cat ...))
+    assert done.returncode == 2 and "not a regular file" in done.stderr and "Traceback" not in done.stderr
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text('{"hello": 1}\nnot json at all\n')
     done = replay("--replay", foreign, "--profile", POCL_PROFILE, "-o", tmp_path / "o", cwd=tmp_path)
