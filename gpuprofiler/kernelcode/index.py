@@ -151,7 +151,8 @@ def key(v) -> Any:
 
 
 def thread_dependent(v) -> bool:
-    """Whether an index differs between work-items (it holds a work-item or work-group id)."""
+    """Whether an index differs between work-items (it holds a work-item or work-group id); anything that is not an
+    index (a data value, a condition, a pointer) does not."""
     if isinstance(v, Affine):
         return True
     return isinstance(v, sympy.Basic) and bool(v.free_symbols & set(THREAD))

@@ -1157,7 +1157,7 @@ class Interpreter:
                     return values[0]
                 if name == "popcount":
                     return Data("int", const=True)
-                varying = any(ix.thread_dependent(v) for v in values if not isinstance(v, (Cond, Pointer)))
+                varying = any(ix.thread_dependent(v) for v in values)
                 if varying and not name.startswith(("convert_", "as_")):  # math on the work-item's index
                     return self.b.operation(op, [Data("float", const=True, varying=True)], e)
                 return Data("float", const=True, varying=varying)

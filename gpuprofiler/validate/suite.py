@@ -610,6 +610,12 @@ def add_corrections(rows: list[dict]) -> list[str]:
     return notes
 
 
+def _calibrated_band(row: dict) -> tuple[float, float]:
+    """A row's calibrated interval before its own smaller sizes widened it (the interval where nothing did)."""
+    low = row.get("calibrated_low_s", math.nan)
+    return (low, row["calibrated_high_s"]) if low == low else (row["interval_low_s"], row["interval_high_s"])
+
+
 def summarize(rows: list[dict]) -> list[dict]:
     """One row per model: cases, MAPE, median |error|, max |error|, share of measured times inside the interval,
     and the same errors after the leave-one-kernel-out correction where there is one."""
@@ -621,10 +627,7 @@ def summarize(rows: list[dict]) -> list[dict]:
         inside = [r["interval_low_s"] <= r["measured_s"] <= r["interval_high_s"] for r in with_iv]
         widths = [r["interval_high_s"] / r["interval_low_s"] for r in with_iv
                   if r["interval_low_s"] > 0 and math.isfinite(r["interval_high_s"])]
-        alone = [(r.get("calibrated_low_s", math.nan), r.get("calibrated_high_s", math.nan), r["measured_s"])
-                 for r in with_iv]
-        alone = [(lo, hi, m) if lo == lo else (r["interval_low_s"], r["interval_high_s"], m)
-                 for (lo, hi, m), r in zip(alone, with_iv)]
+        alone = [(*_calibrated_band(r), r["measured_s"]) for r in with_iv]
         alone_widths = [hi / lo for lo, hi, _ in alone if lo > 0 and math.isfinite(hi)]
         loko = np.abs([r.get("loko_rel_error", math.nan) for r in mine])
         has = bool(len(loko)) and bool(np.isfinite(loko).all())

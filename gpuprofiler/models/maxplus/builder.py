@@ -31,16 +31,7 @@ import numpy as np
 
 from gpuprofiler.kernelcode import index as ix
 from gpuprofiler.kernelcode.index import Affine
-from gpuprofiler.kernelcode.interpret import (
-    Array,
-    Cond,
-    Data,
-    Executor,
-    Pointer,
-    launch_shape,
-    local_extents,
-    run_kernel,
-)
+from gpuprofiler.kernelcode.interpret import Array, Data, Executor, launch_shape, local_extents, run_kernel
 from gpuprofiler.kernelcode.sample import make_sample
 from gpuprofiler.kernelcode.source import DTYPE, ELEM_BYTES, CodeError, TooLarge, parse
 from gpuprofiler.kernelcode.trace import Access
@@ -137,9 +128,9 @@ class Builder(Executor):
         dtype = "double" if any(d.dtype == "double" for d in datas) else (
             "float" if any(d.dtype == "float" for d in datas) else "int")
         values = self.int_values(operands, cop) if dtype == "int" else None
-        if all(d.const for d in datas) and (dtype == "int" or not (
-                any(d.varying for d in datas) or any(ix.thread_dependent(v) for v in operands
-                                                     if not isinstance(v, (Data, Cond, Pointer))))):
+        const = all(d.const for d in datas)
+        varying = any(d.varying for d in datas) or any(ix.thread_dependent(v) for v in operands)
+        if const and (dtype == "int" or not varying):
             return Data(dtype, const=True, values=values)  # index arithmetic, or hoisted out of the work-items
         if op in ("add", "sub") and dtype != "int":
             fused = self.contract(operands)
@@ -149,7 +140,7 @@ class Builder(Executor):
         self.g.add_loop(node, op=op, dtype=dtype, line=getattr(where.coord, "line", None))
         for d in datas:
             self.connect(d, node)
-        if all(d.const for d in datas):  # computed from the work-item's index alone: it starts with the work-item
+        if const:  # computed from the work-item's index alone: it starts with the work-item
             if self.item_start is None:
                 self.item_start = self.g.add_node("work-item", "input")
             self.g.add_arc(self.item_start, node, "move")
