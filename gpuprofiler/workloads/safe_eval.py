@@ -475,8 +475,7 @@ class _Evaluator:
                         self.check_elements(shape, "matmul()")
                 self._check_size(name, args)
             try:
-                with np.errstate(all="ignore"):  # a non-finite result is judged by bounded(), not warned of
-                    result = self.functions[name](*args)
+                result = self.functions[name](*args)
             except (ValueError, TypeError, OverflowError, ZeroDivisionError, IndexError) as exc:
                 raise self.fail(f"{name}(): {exc}") from None
             return self.bounded(result, node)
@@ -531,8 +530,7 @@ class _Evaluator:
 
     def _apply(self, op: Callable[[Any, Any], Any], left: Any, right: Any, node: ast.AST) -> Any:
         try:
-            with np.errstate(all="ignore"):  # as for a function: the result is judged, not warned of
-                return op(left, right)
+            return op(left, right)
         except ZeroDivisionError:
             raise self.fail("division by zero") from None
         except (OverflowError, ValueError, TypeError) as exc:
@@ -605,7 +603,9 @@ def parse(text: Any, where: str) -> ast.Expression:
 
 def evaluate(text: Any, names: Mapping[str, Any] | None = None, where: str = "expression") -> int | float:
     """Value of an arithmetic expression over numbers and ``names``; raises UserError naming ``where``."""
-    return _Evaluator(names or {}, SCALAR_FUNCTIONS, False, where).visit(parse(text, where))
+    tree = parse(text, where)
+    with np.errstate(all="ignore"):  # a non-finite or overflowing value is judged by bounded(), not warned of
+        return _Evaluator(names or {}, SCALAR_FUNCTIONS, False, where).visit(tree)
 
 
 def evaluate_int(text: Any, names: Mapping[str, Any] | None = None, where: str = "expression") -> int:
@@ -622,7 +622,9 @@ def evaluate_int(text: Any, names: Mapping[str, Any] | None = None, where: str =
 
 def evaluate_array(text: Any, names: Mapping[str, Any], where: str = "check expression") -> Any:
     """Value of a check expression over numpy arrays (subscripts, ``@`` and numpy functions allowed)."""
-    return _Evaluator(names, ARRAY_FUNCTIONS, True, where).visit(parse(text, where))
+    tree = parse(text, where)
+    with np.errstate(all="ignore"):  # as in evaluate(): every value is judged, none warned of
+        return _Evaluator(names, ARRAY_FUNCTIONS, True, where).visit(tree)
 
 
 def names_in(text: Any) -> set[str]:
