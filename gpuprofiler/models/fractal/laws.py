@@ -506,7 +506,12 @@ class CacheMissLaw(ScalingModel):
     element, the TLB curve's 0.38 ns per element at 3000 on top of the cached 0.42 gives 0.80, measured 0.80. P also
     holds the loads that miss a core's last private level at lines no prefetcher brings, which the shared cache
     serves (:meth:`~gpuprofiler.models.fractal.misses.MissCost.scattered_s`), priced at what the profile measured
-    such a read to add, and so left out of Q."""
+    such a read to add, and so left out of Q. How much of that a kernel hides behind its own work is the kernel's:
+    where those loads are a material part of some small size's time (more than :data:`FITS` of it), the share u of
+    the price it pays (0 < u <= 1; P = walks + u scattered) is fitted with c0 and k, as s and r are; elsewhere the
+    profile's price stands (u = 1). The price is such a load's cost with the device full of them: a kernel that pays
+    more (a dependent chain, latency-bound at every level) keeps the price, its excess in the fitted work, which
+    carries it to the target's loads that DRAM serves, as the price for the shared cache's would not."""
 
     name = "cache-miss"
     costly = True  # each size it is evaluated at is an analysis of the kernel's address stream
@@ -515,8 +520,10 @@ class CacheMissLaw(ScalingModel):
         self.work, self.memory = work, memory
 
     @staticmethod
-    def _model(c0: float, k: float, s: float, r: float, w: np.ndarray, m: np.ndarray, p=0.0, q=0.0) -> np.ndarray:
-        return c0 + np.maximum(np.maximum(k * w + p, s * m), r * q)
+    def _model(c0: float, k: float, s: float, r: float, u: float, w: np.ndarray, m: np.ndarray, p=0.0, q=0.0,
+               g=0.0) -> np.ndarray:
+        """``p``: the page walks added to the work; ``g``: the scattered loads the shared cache serves, at scale u."""
+        return c0 + np.maximum(np.maximum(k * w + p + u * g, s * m), r * q)
 
     def _stall(self, size) -> float:
         stall = getattr(self.memory, "stall_s", None)
@@ -526,10 +533,10 @@ class CacheMissLaw(ScalingModel):
         walks = getattr(self.memory, "tlb_s", None)
         return float(walks(size)) if walks is not None else 0.0
 
-    def _added(self, size, capacity=None) -> float:
-        """The priced times added to the work: page walks and the scattered loads the shared cache serves."""
+    def _scattered(self, size, capacity=None) -> float:
+        """The priced time of the scattered loads the shared cache serves (added to the work at scale u)."""
         scattered = getattr(self.memory, "scattered_s", None)
-        return self._walks(size) + (float(scattered(size, capacity)) if scattered is not None else 0.0)
+        return float(scattered(size, capacity)) if scattered is not None else 0.0
 
     def _served(self, size, capacity=None) -> float:
         served = getattr(self.memory, "served_s", None)
@@ -550,7 +557,8 @@ class CacheMissLaw(ScalingModel):
         x = np.array([self._stall(v) for v in n])
         if np.any(x >= t):
             raise ValueError("cache-miss law: the priced store stalls exceed a measured time")
-        ps = {c: np.array([self._added(v, c) for v in n]) for c in capacities}
+        p = np.array([self._walks(v) for v in n])
+        gs = {c: np.array([self._scattered(v, c) for v in n]) for c in capacities}
         qs = {c: np.array([self._served(v, c) for v in n]) for c in capacities}
         # a shared last level's capacity (MissCost.capacities): the candidate whose law predicts the small sizes left
         # out best (in-sample, the fitted memory scale would bend any candidate to them); on a tie the largest, the
@@ -561,7 +569,7 @@ class CacheMissLaw(ScalingModel):
             for j, c in enumerate(capacities):
                 same = next((i for i in range(j) if np.array_equal(ms[capacities[i]], ms[c])
                              and np.array_equal(qs[capacities[i]], qs[c])
-                             and np.array_equal(ps[capacities[i]], ps[c])), None)
+                             and np.array_equal(gs[capacities[i]], gs[c])), None)
                 if same is not None:  # the small sizes' misses do not tell this capacity from an earlier one
                     scores.append(scores[same])
                     continue
@@ -569,79 +577,91 @@ class CacheMissLaw(ScalingModel):
                 for i in range(len(n)):
                     keep = np.arange(len(n)) != i
                     try:
-                        coef = self._fit_scale(n[keep], (t - x)[keep], w[keep], ms[c][keep], ps[c][keep],
-                                               qs[c][keep])
+                        coef = self._fit_scale(n[keep], (t - x)[keep], w[keep], ms[c][keep], p[keep],
+                                               qs[c][keep], gs[c][keep])
                     except ValueError:
                         errors = [math.inf]
                         break
-                    guess = float(self._model(*coef, w[i], ms[c][i], ps[c][i], qs[c][i])) + x[i]
+                    guess = float(self._model(*coef, w[i], ms[c][i], p[i], qs[c][i], gs[c][i])) + x[i]
                     errors.append(abs(guess - t[i]) / t[i])
                 scores.append(loo_score(errors)[0])
             best = min(scores)
             self.capacity_ = max(c for c, score in zip(capacities, scores) if score <= best + 1e-12)
-        m, q, p = ms[self.capacity_], qs[self.capacity_], ps[self.capacity_]
-        c0, k, s, r = self._fit_scale(n, t - x, w, m, p, q)
-        self.coef_ = np.array([c0, k, s, r])
-        fitted = self._model(c0, k, s, r, w, m, p, q) + x
+        m, q, g = ms[self.capacity_], qs[self.capacity_], gs[self.capacity_]
+        c0, k, s, r, u = self._fit_scale(n, t - x, w, m, p, q, g)
+        self.coef_ = np.array([c0, k, s, r, u])
+        fitted = self._model(c0, k, s, r, u, w, m, p, q, g) + x
         wts = t / t.sum()
         self.s2_rel_ = float(np.sum(wts * ((fitted - t) / t) ** 2) * len(n) / max(len(n) - 3, 1))
         # the fit's own uncertainty: the relative scatter over how many sizes pin the binding term
-        work = k * w + p
+        work = k * w + p + u * g
         bound = max(int(np.sum(work >= np.maximum(s * m, r * q))), int(np.sum(s * m > np.maximum(work, r * q))),
                     int(np.sum(r * q > np.maximum(work, s * m))), 1)
         self.fit_var_ = self.s2_rel_ / bound
 
-    def _fit_scale(self, n, t, w, m, p, q) -> tuple[float, float, float, float]:
-        """c0, k, s, r for times ``t`` without their store stalls: the work law's fit to them less the page walks
-        ``p``; where memory binds at some small size its scale s fitted too, and where the cache-served lines ``q``
-        bind at some small size their scale r (least squares in absolute time, c0 >= 0): those sizes say how fast
-        this kernel's misses are served (gathers and column walks reach less than a stream's bandwidth). Where the
-        small sizes show neither (a power-of-two stride the target alone crowds) the profile's bandwidths stand."""
+    def _fit_scale(self, n, t, w, m, p, q, g) -> tuple[float, float, float, float, float]:
+        """c0, k, s, r, u for times ``t`` without their store stalls: the work law's fit to them less the page walks
+        ``p`` and the scattered loads ``g`` at the profile's price; where memory binds at some small size its scale s
+        fitted too, where the cache-served lines ``q`` bind at some small size their scale r, and where the scattered
+        loads are more than :data:`FITS` of some small size's time their scale u (least squares in absolute time,
+        c0 >= 0): those sizes say how fast this kernel's misses are served (gathers and column walks reach less than
+        a stream's bandwidth) and how much of them it hides behind its work. Where the small sizes show none of them
+        (a power-of-two stride the target alone crowds) the profile's figures stand."""
         work_law = WorkLaw(self.work)
-        base = t - p
+        base = t - p - g
         work_law._fit(n, base if np.all(base > 0) else t)
         c0, k = (float(v) for v in work_law.coef_)
-        s = r = 1.0
-        fit_s = bool(np.any(m > k * w + p))  # memory binds at some small size: fit its scale too
-        fit_r = bool(np.any(q > k * w + p))  # so do the lines a later cache serves
-        if fit_s or fit_r:
+        s = r = u = 1.0
+        fit_s = bool(np.any(m > k * w + p + g))  # memory binds at some small size: fit its scale too
+        fit_r = bool(np.any(q > k * w + p + g))  # so do the lines a later cache serves
+        fit_u = bool(np.any(g > FITS * t))  # the scattered loads are a material part of some small size's time
+        if fit_s or fit_r or fit_u:
             def unpack(v):
                 return (float(v[2]), math.exp(v[0]), math.exp(v[1]) if fit_s else 1.0,
-                        math.exp(v[3]) if fit_r else 1.0)
+                        math.exp(v[3]) if fit_r else 1.0, math.exp(v[4]) if fit_u else 1.0)
 
             def resid(v):
-                return (self._model(*unpack(v), w, m, p, q) - t) / t.max()
+                return (self._model(*unpack(v), w, m, p, q, g) - t) / t.max()
 
-            lo = [-np.inf, -np.inf, 0.0, -np.inf]
-            hi = [np.inf, np.inf, float(t.min()), np.inf]
+            lo = [-np.inf, -np.inf, 0.0, -np.inf, -np.inf]
+            hi = [np.inf, np.inf, float(t.min()), np.inf, 0.0]  # u <= 1: the profile's price, none of it hidden
             logk = math.log(max(k, 1e-300))
             s0 = math.log(max(float(np.min(t / np.maximum(m, 1e-300))), 1e-300)) if fit_s else 0.0
             r0 = math.log(max(float(np.min(t / np.maximum(q, 1e-300))), 1e-300)) if fit_r else 0.0
+            starts = [(logk, s0, 0.0, r0, 0.0), (logk, 0.0, min(c0, float(t.min())), 0.0, 0.0)]
+            if fit_u:  # the loads hidden behind the work: the work law fitted to the times less the walks alone
+                hidden = WorkLaw(self.work)
+                hidden._fit(n, t - p if np.all(t - p > 0) else t)
+                starts.append((math.log(max(float(hidden.coef_[1]), 1e-300)), s0, min(float(hidden.coef_[0]),
+                                                                                       float(t.min())), r0,
+                               math.log(0.1)))
             best = None
-            for x0 in ((logk, s0, 0.0, r0), (logk, 0.0, min(c0, float(t.min())), 0.0)):
+            for x0 in starts:
                 res = optimize.least_squares(resid, x0, bounds=(lo, hi))
                 if best is None or res.cost < best.cost:
                     best = res
-            c0, k, s, r = unpack(best.x)
+            c0, k, s, r, u = unpack(best.x)
         if k <= 0:
             raise ValueError("cache-miss law: time does not grow with the work")
-        return c0, k, s, r
+        return c0, k, s, r, u
 
     def _predict(self, size):
-        c0, k, s, r = self.coef_
+        c0, k, s, r, u = self.coef_
         w, m = float(self.work(size)), self._memory(size, self.capacity_)
         x, walks, served = self._stall(size), self._walks(size), self._served(size, self.capacity_)
-        added = self._added(size, self.capacity_)
-        value = float(self._model(c0, k, s, r, w, m, added, served)) + x
+        g = self._scattered(size, self.capacity_)
+        value = float(self._model(c0, k, s, r, u, w, m, walks, served, g)) + x
+        scattered = u * g
         if not (math.isfinite(value) and value > 0):
             return float("nan"), float("inf"), {}
-        work = k * w + added
+        work = k * w + walks + scattered
         bound = ("memory" if s * m > max(work, r * served) else "lines a later cache serves" if r * served > work
-                 else "work and scattered loads the shared cache serves" if added - walks > 0.1 * k * w
+                 else "work and scattered loads the shared cache serves" if scattered > 0.1 * k * w
                  else "work and page walks" if walks > 0.1 * k * w else "work")
         return value, math.sqrt(self.s2_rel_ + self.fit_var_), {"c0": float(c0), "k": float(k), "memory_scale": s,
                                                                 "memory_s": s * m, "work_s": k * w, "store_stall_s": x,
                                                                 "page_walks_s": walks, "cache_served_s": r * served,
-                                                                "scattered_served_s": added - walks,
+                                                                "scattered_served_s": scattered,
+                                                                "scattered_scale": u,
                                                                 "cache_served_scale": r,
                                                                 "last_level_bytes": self.capacity_, "bound": bound}

@@ -190,9 +190,9 @@ def test_served_lines_that_bind_at_some_small_sizes_get_their_scale_fitted():
 
     law = CacheMissLaw(lambda n: n, Memory())
     law._fit(sizes, 1e-4 + np.maximum(1e-6 * sizes, 0.5 * 4e-9 * sizes**2))
-    c0, k, s, r = law.coef_
+    c0, k, s, r, u = law.coef_
     assert r == pytest.approx(0.5, rel=1e-3) and k == pytest.approx(1e-6, rel=1e-3)
-    assert c0 == pytest.approx(1e-4, rel=1e-2) and s == 1.0
+    assert c0 == pytest.approx(1e-4, rel=1e-2) and s == 1.0 and u == 1.0
 
 
 def test_scattered_loads_the_shared_cache_serves_add_to_the_work():
@@ -216,3 +216,55 @@ def test_scattered_loads_the_shared_cache_serves_add_to_the_work():
     assert value == pytest.approx(1e-4 + 1.2e-9 * 4000**2, rel=1e-6)
     assert details["scattered_served_s"] == pytest.approx(3.2e-3, rel=1e-12) and details["page_walks_s"] == 0.0
     assert details["bound"] == "work and scattered loads the shared cache serves"
+
+
+def test_scattered_loads_a_kernel_hides_behind_its_work_get_their_scale_fitted():
+    """Scattered loads that cost a fifth of the profile's price at the small sizes where they are a material part of
+    the time: their scale u is fitted to 0.2 with the work's k and the fixed time, and the target pays that share;
+    where they are never more than FITS of a small size's time, the profile's price stands (u = 1)."""
+    from gpuprofiler.models.fractal.laws import FITS, CacheMissLaw
+
+    sizes = np.array([100.0, 200.0, 300.0, 400.0, 600.0, 800.0])
+
+    class Memory:
+        def __init__(self, price):
+            self.price = price
+
+        def __call__(self, n):
+            return 1e-12 * n
+
+        def scattered_s(self, n, capacity=None):
+            return self.price * n**2 if n >= 300 else 0.0
+
+    law = CacheMissLaw(lambda n: n**2, Memory(5e-9))
+    law._fit(sizes, 1e-4 + 1e-9 * sizes**2 + np.where(sizes >= 300, 0.2 * 5e-9 * sizes**2, 0.0))
+    c0, k, s, r, u = law.coef_
+    assert u == pytest.approx(0.2, rel=1e-3) and k == pytest.approx(1e-9, rel=1e-3)
+    assert c0 == pytest.approx(1e-4, rel=1e-2) and s == 1.0 and r == 1.0
+    value, _, details = law._predict(4000)
+    assert value == pytest.approx(1e-4 + 2e-9 * 4000**2, rel=1e-3)
+    assert details["scattered_scale"] == u and details["scattered_served_s"] == pytest.approx(1.6e-2, rel=1e-3)
+
+    price = 0.5 * FITS * 1e-9  # at most half of FITS of any size's time: not fitted
+    law = CacheMissLaw(lambda n: n**2, Memory(price))
+    law._fit(sizes, 1e-4 + 1e-9 * sizes**2 + np.where(sizes >= 300, 0.2 * price * sizes**2, 0.0))
+    assert law.coef_[4] == 1.0
+
+
+def test_scattered_loads_that_cost_more_than_the_price_keep_it():
+    """Scattered loads that cost twice the profile's price (a dependent chain): u stays at 1, the profile's price,
+    and the excess goes to the work the law fits."""
+    from gpuprofiler.models.fractal.laws import CacheMissLaw
+
+    sizes = np.array([100.0, 200.0, 300.0, 400.0, 600.0, 800.0])
+
+    class Memory:
+        def __call__(self, n):
+            return 1e-12 * n
+
+        def scattered_s(self, n, capacity=None):
+            return 5e-9 * n**2 if n >= 300 else 0.0
+
+    law = CacheMissLaw(lambda n: n**2, Memory())
+    law._fit(sizes, 1e-4 + 1e-9 * sizes**2 + np.where(sizes >= 300, 2 * 5e-9 * sizes**2, 0.0))
+    assert law.coef_[4] == pytest.approx(1.0, abs=1e-9) and law.coef_[1] > 1e-9

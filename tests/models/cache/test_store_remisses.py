@@ -74,7 +74,7 @@ def test_the_cache_miss_law_adds_the_stalls_it_does_not_fit():
     law = CacheMissLaw(lambda n: n**2, Memory())
     times = 1e-4 + 1e-9 * sizes**2
     law._fit(sizes, times)
-    c0, k, s, r = law.coef_
+    c0, k, s, r, u = law.coef_
     assert c0 == pytest.approx(1e-4, rel=1e-6) and k == pytest.approx(1e-9, rel=1e-6) and s == 1.0 and r == 1.0
     value, _, details = law._predict(4000)
     assert value == pytest.approx(1e-4 + 1e-9 * 4000**2 + 2e-3, rel=1e-6) and details["store_stall_s"] == 2e-3
