@@ -510,7 +510,7 @@ class CacheMissLaw(ScalingModel):
     where those loads are a material part of some small size's time (more than :data:`FITS` of it), the share u of
     the price it pays (0 < u <= 1; P = walks + u scattered) is fitted with c0 and k, as s and r are; elsewhere the
     profile's price stands (u = 1). The price is such a load's cost with the device full of them: a kernel that pays
-    more (a dependent chain, latency-bound at every level) keeps the price, its excess in the fitted work, which
+    more (loads that wait on each other, latency-bound at every level) keeps the price, its excess in the fitted work, which
     carries it to the target's loads that DRAM serves, as the price for the shared cache's would not."""
 
     name = "cache-miss"
