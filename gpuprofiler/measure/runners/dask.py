@@ -41,6 +41,7 @@ from gpuprofiler.measure.runners.base import (
 )
 
 INSTALL = "pip install 'gpuprofiler[dask]'"
+LOOPBACK = "127.0.0.1"  # where a local cluster listens
 
 
 def import_distributed():
@@ -112,8 +113,12 @@ class DaskRunner(Runner):
             device_ids = local_devices()
         if not device_ids:
             raise UserError("--cluster local: this machine has no device (see `gpuprofiler devices`)")
+        # worker processes and the scheduler talk over TCP on loopback, and the dashboard (where bokeh is installed)
+        # listens there too: a local cluster answers no other machine (its dashboard asks for no authentication);
+        # a cluster of threads talks in process
         cluster = distributed.LocalCluster(n_workers=0, processes=processes, threads_per_worker=1,
-                                           dashboard_address=":0", silence_logs=logging.ERROR)
+                                           host=LOOPBACK if processes else None,
+                                           dashboard_address=f"{LOOPBACK}:0", silence_logs=logging.ERROR)
         client = None
         try:
             for i in range(workers):

@@ -189,6 +189,45 @@ def test_two_workers_claiming_one_device_are_refused():
         cluster.close()
 
 
+def _listening(process) -> set:
+    """The TCP addresses ``process`` and its children listen on."""
+    import psutil
+
+    out = set()
+    for p in [process] + process.children(recursive=True):
+        try:
+            out |= {c.laddr for c in p.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN}
+        except psutil.Error:  # a child that ended meanwhile
+            continue
+    return out
+
+
+def test_a_local_cluster_listens_on_loopback_only(monkeypatch):
+    """A local cluster of worker processes: its scheduler (this process) and its worker listen on 127.0.0.1 only,
+    read from the listening sockets; its dashboard is asked for on 127.0.0.1 too (bokeh, which serves it, is not a
+    dependency: the address handed to Dask is checked)."""
+    import psutil
+
+    asked = {}
+    real = distributed.LocalCluster
+
+    def recording(*args, **kwargs):
+        asked.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(distributed, "LocalCluster", recording)
+    me = psutil.Process()
+    before = _listening(me)
+    runner = DaskRunner.local(1, ["opencl:0:0"])  # started, not asked for its devices: none is opened
+    try:
+        listening = _listening(me) - before
+        assert len(listening) >= 2, listening  # the scheduler's and the worker's
+        assert {addr.ip for addr in listening} == {"127.0.0.1"}, listening
+    finally:
+        runner.close()
+    assert asked["host"] == "127.0.0.1" and asked["dashboard_address"].startswith("127.0.0.1:")
+
+
 # ---- the real PoCL device on worker processes ------------------------------------------------------------------
 
 SUITE_SPEC = (REPO / "tests" / "validate" / "test_validate.py")
