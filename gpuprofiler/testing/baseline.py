@@ -23,6 +23,8 @@ from gpuprofiler.textfile import read_text
 FORMAT = 1
 MAX_BYTES = 256 << 20
 SESSIONS = 5  # sessions kept per entry
+MAX_SAMPLES = 10_000  # device times per session: the regression test resamples each session this many times over
+SHORTEST_S, LONGEST_S = 1e-12, 86_400.0  # a device time outside a picosecond .. a day is no measurement
 
 
 def key(device_slug: str, kernel: str, size: int | None, version: str = __version__) -> str:
@@ -36,7 +38,9 @@ def path_for(directory: Path, name: str) -> Path:
 
 
 def load(path: Path) -> dict[str, dict[str, Any]]:
-    """The entries of a baseline file (an absent file has none); a file that is not one is a UserError."""
+    """The entries of a baseline file (an absent file has none); a file that is not one, or a session whose device
+    times are not a measurement (:func:`check_session`), is a UserError: a baseline the regression test cannot use
+    is said, never compared as if it held too few samples."""
     path = Path(path)
     if not path.exists():
         return {}
@@ -45,17 +49,43 @@ def load(path: Path) -> dict[str, dict[str, Any]]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}: not a gpuprofiler baseline (JSON error at line {exc.lineno}: {exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # a number too long to convert, nesting too deep to follow
+        raise UserError(f"{path}: not a gpuprofiler baseline ({type(exc).__name__}: {str(exc)[:200]})") from None
     if not (isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("entries"), dict)):
         raise UserError(f"{path}: not a gpuprofiler baseline of format {FORMAT} (save one with --gpu-save NAME)")
     entries = data["entries"]
     for k, e in entries.items():
-        history = e.get("history", []) if isinstance(e, dict) else None
-        for one in [e, *(history if isinstance(history, list) else [None])]:
-            samples = one.get("samples_s") if isinstance(one, dict) else None
-            if not (isinstance(samples, list) and all(isinstance(x, (int, float)) for x in samples)):
-                raise UserError(f"{path}: baseline entry {k!r} has a session without a list of device times "
-                                "(samples_s)")
+        if not isinstance(e, dict):
+            raise UserError(f"{path}: baseline entry {k!r} is not a table of fields")
+        history = e.get("history", [])
+        if not isinstance(history, list):
+            raise UserError(f"{path}: baseline entry {k!r}: history is not a list of sessions")
+        for n, one in enumerate([*history, e]):
+            problem = check_session(one)
+            if problem:
+                which = "its last session" if n == len(history) else f"its earlier session {n + 1}"
+                raise UserError(f"{path}: baseline entry {k!r}, {which}: {problem} (save the baseline again with "
+                                "--gpu-save NAME)")
     return entries
+
+
+def check_session(session: Any) -> str | None:
+    """What makes one saved session unusable as a baseline, or None: its device times (``samples_s``) must be 1 to
+    :data:`MAX_SAMPLES` numbers, each finite and between a picosecond and a day; its figure, where given, the
+    same."""
+    if not isinstance(session, dict):
+        return "not a table of fields"
+    samples = session.get("samples_s")
+    if not isinstance(samples, list) or not samples:
+        return "no list of device times (samples_s)"
+    if len(samples) > MAX_SAMPLES:
+        return f"{len(samples)} device times, more than the {MAX_SAMPLES} a session holds"
+    for x in [*samples, *([session["figure_s"]] if session.get("figure_s") is not None else [])]:
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            return f"a device time {str(x)[:40]!r} is not a number"
+        if not SHORTEST_S <= x <= LONGEST_S:  # NaN compares false; a huge integer is compared, never converted
+            return f"a device time of {repr(x)[:40]} s is no measurement (outside {SHORTEST_S:g} .. {LONGEST_S:g} s)"
+    return None
 
 
 def _session(e: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from gpuprofiler.measure.engine import Engine
 from gpuprofiler.measure.policy import MEASURE
 from gpuprofiler.measure.stats import MODEL_STATISTIC, summarize
 from gpuprofiler.testing import baseline as bl
-from gpuprofiler.testing.decide import Comparison, compare
+from gpuprofiler.testing.decide import MIN_SAMPLES, Comparison, compare
 from gpuprofiler.testing.options import Options, parse_fraction
 
 BUDGET_KEYS = ("max_s", "max_slowdown", "predicted_within", "model")
@@ -411,7 +411,13 @@ class GpuSession:
         result.baseline_s, result.comparison = float(np.median([*figures, found.entry["figure_s"]])), cmp
         if len(runs) > 1:
             result.notes.append(f"baseline of {len(runs)} sessions (figure: their median)")
-        if cmp.verdict == "regressed":
+        if cmp.verdict == "too few samples" and threshold is not None:  # the check asked for cannot run: said
+            result.failures.append(f"{result.kernel} size {result.size}: the regression test against the baseline "
+                                   f"needs {MIN_SAMPLES} device times on each side, the baseline's "
+                                   f"{'sessions have' if len(runs) > 1 else 'session has'} "
+                                   f"{', '.join(str(len(r)) for r in runs)} and this run {len(result.samples_s)}: "
+                                   "save the baseline again with more (--gpu-budget)")
+        elif cmp.verdict == "regressed":
             result.failures.append(f"{result.kernel} size {result.size}: {result.statistic} "
                                    f"{result.figure_s * 1e3:.4g} ms, baseline {result.baseline_s * 1e3:.4g} ms: "
                                    f"{cmp.sentence()}")

@@ -86,6 +86,61 @@ def test_a_file_that_is_not_a_baseline_is_a_clear_error(tmp_path):
         bl.path_for(tmp_path, "../escape")
 
 
+GOOD_SESSION = {"figure_s": 1e-3, "samples_s": [1e-3, 1.1e-3, 1e-3, 1.2e-3, 1e-3]}
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"samples_s": [float("nan")] * 5}, "no measurement"),
+    ({"samples_s": [0.0] * 5}, "no measurement"),
+    ({"samples_s": [-1e-3] * 5}, "no measurement"),
+    ({"samples_s": [1e-3, float("inf")]}, "no measurement"),
+    ({"samples_s": [1e-3, 2 * 86_400.0]}, "no measurement"),
+    ({"samples_s": [1e-13]}, "no measurement"),
+    ({"samples_s": []}, "no list of device times"),
+    ({"samples_s": None}, "no list of device times"),
+    ({"samples_s": ["1e-3"] * 5}, "not a number"),
+    ({"samples_s": [True] * 5}, "not a number"),
+    ({"samples_s": [1e-3] * (bl.MAX_SAMPLES + 1)}, "more than"),
+    ({"figure_s": float("nan")}, "no measurement"),
+    ({"figure_s": "fast"}, "not a number"),
+])
+def test_a_baseline_session_that_is_no_measurement_is_an_error_naming_it(tmp_path, change, problem):
+    """NaN, zero, negative, empty, out-of-range or non-numeric device times, and sessions past the size limit, in the
+    last session or an earlier one: a UserError naming the entry and the session, never a comparison of too few
+    samples."""
+    path = tmp_path / "b.json"
+    for where in ("last", "history"):
+        bad = {**GOOD_SESSION, **change}
+        e = {**bad} if where == "last" else {**GOOD_SESSION, "history": [GOOD_SESSION, bad]}
+        path.write_text(json.dumps({"format": 1, "entries": {"dev|k|1|v": e}}))
+        which = "its last session" if where == "last" else "its earlier session 2"
+        with pytest.raises(UserError, match=f"entry 'dev\\|k\\|1\\|v', {which}: .*{problem}"):
+            bl.load(path)
+
+
+def test_a_hostile_baseline_file_is_a_clear_error(tmp_path):
+    """Nesting too deep to follow, an integer too long to convert, a history that is not a list, an entry that is
+    not a table: a UserError, no traceback."""
+    path = tmp_path / "b.json"
+    texts = ["[" * 100_000 + "]" * 100_000,
+             '{"format": 1, "entries": {"k": {"samples_s": [' + "9" * 5000 + "]}}}",
+             '{"format": 1, "entries": {"k": {"samples_s": [' + "9" * 4000 + "]}}}",
+             json.dumps({"format": 1, "entries": {"k": {**GOOD_SESSION, "history": {"a": 1}}}}),
+             json.dumps({"format": 1, "entries": {"k": [1, 2]}})]
+    for text in texts:
+        path.write_text(text)
+        with pytest.raises(UserError, match="baseline"):
+            bl.load(path)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(min_value=1e-12, max_value=86_400.0), min_size=1, max_size=50))
+def test_every_session_of_measured_times_loads(tmp_path_factory, samples):
+    path = tmp_path_factory.mktemp("b") / "b.json"
+    path.write_text(json.dumps({"format": 1, "entries": {"k": {"figure_s": samples[0], "samples_s": samples}}}))
+    assert bl.load(path)["k"]["samples_s"] == samples
+
+
 def test_a_callables_device_time_is_what_it_returns_or_its_launches_events():
     from gpuprofiler.testing.session import Failed, _device_seconds
 
@@ -125,3 +180,37 @@ def test_a_key_saved_again_keeps_its_last_sessions(tmp_path):
     e = bl.load(path)[k]
     assert len(e["history"]) == bl.SESSIONS - 1 and e["figure_s"] == pytest.approx(7e-3)
     assert [s[0] for s in bl.sessions(e)] == pytest.approx([3e-3, 4e-3, 5e-3, 6e-3, 7e-3])  # oldest first
+
+
+def _session_with_baseline(tmp_path, samples, threshold):
+    """A plugin session comparing against a baseline file whose one entry holds ``samples``, and a measured result
+    of ten normal device times for the same kernel and device."""
+    from gpuprofiler.testing.options import Options
+    from gpuprofiler.testing.session import GpuDevice, GpuResult, GpuSession
+
+    device = GpuDevice("opencl:0:0", "PoCL CPU", SimpleNamespace(slug="pocl-cpu", backend="opencl"), None)
+    entry = bl.entry(DEVICE, "vadd", 4096, [1e-3] * 5, 1e-3, "p10", "t::a")
+    entry["samples_s"] = samples
+    (tmp_path / "base.json").write_text(json.dumps({"format": 1, "entries": {bl.key("pocl-cpu", "vadd", 4096): entry}}))
+    session = GpuSession(Options(compare="base", compare_fail=threshold, directory=tmp_path))
+    times = [1e-3 * (1 + 0.01 * i) for i in range(10)]
+    result = GpuResult("t::a", "vadd", 4096, device.id, device.name, times, times[0], times[0], times[-1], times[4])
+    return session, result, device
+
+
+def test_a_baseline_of_nan_samples_fails_the_test_with_its_reason(tmp_path):
+    """The plugin's regression check against a baseline whose device times are NaN fails the test naming the entry,
+    under a failing threshold or not; one of too few valid times fails it under a failing threshold."""
+    from gpuprofiler.testing.session import Failed
+
+    for threshold in (0.10, None):
+        session, result, device = _session_with_baseline(tmp_path, [float("nan")] * 5, threshold)
+        with pytest.raises(Failed, match="vadd.*its last session: a device time of nan s is no measurement"):
+            session._compare(result, device, None)
+    session, result, device = _session_with_baseline(tmp_path, [1e-3] * 3, 0.10)
+    session._compare(result, device, None)
+    assert result.verdict == "FAIL" and "needs 5 device times on each side, the baseline's session has 3" in \
+        result.failures[0]
+    session, result, device = _session_with_baseline(tmp_path, [1e-3] * 3, None)
+    session._compare(result, device, None)
+    assert not result.failures and result.verdict == "too few samples"
