@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import ast as pyast
 import io
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import pcpp
 from pycparser import c_ast, c_parser
 from pycparser.c_parser import ParseError
 
+import gpuprofiler.kernels
 from gpuprofiler.errors import UserError
+from gpuprofiler.textfile import confined, read_text
 
 
 class CodeError(UserError):
@@ -58,14 +62,51 @@ class Parsed:
     widths: dict[str, int]
 
 
+INCLUDED_BYTES = 16 << 20  # the files a source includes, all of them together (a spec's source limit)
+INCLUDE_DEPTH = 64  # #include nesting (C asks compilers for 15 at least)
+
+
+class _Confined(pcpp.Preprocessor):
+    """pcpp whose ``#include`` reads only regular text files inside the including source's folder tree, the builtin
+    kernels' or a folder named in ``$GPUPROFILER_SOURCE_DIRS`` (:func:`~gpuprofiler.textfile.confined`), nested at
+    most :data:`INCLUDE_DEPTH` deep and :data:`INCLUDED_BYTES` in all: a spec is data that may come from anyone,
+    and this runs before the kernel is compiled. A refused include is a UserError, not a kernel the models cannot
+    follow."""
+
+    def __init__(self, home: Path):
+        super().__init__()
+        self.home = home
+        self.left = INCLUDED_BYTES
+
+    def on_file_open(self, is_system_include, includepath):
+        if not os.path.lexists(includepath):
+            raise OSError(f"no {includepath}")  # pcpp tries its next search folder, then says it is not found
+        if len(self.temp_path) > INCLUDE_DEPTH:
+            raise UserError(f"#include {includepath}: included more than {INCLUDE_DEPTH} deep (a file that includes "
+                            "itself?)")
+        real = confined(includepath, self.home, f"#include {includepath}", also=(_builtin_kernels(),))
+        text = read_text(real, "included file", self.left)
+        self.left -= len(text.encode())
+        return io.StringIO(text)
+
+
+def _builtin_kernels() -> Path:
+    return Path(gpuprofiler.kernels.__file__).parent
+
+
 def preprocess(text: str, filename: str, defines: dict[str, Any]) -> str:
-    pp = pcpp.Preprocessor()
+    """``text`` (the source ``filename``) through the C preprocessor with ``defines``; its includes confined
+    (:class:`_Confined`)."""
+    pp = _Confined(Path(filename).parent)
     pp.line_directive = "#line"
     for k, v in defines.items():
         pp.define(f"{k} {v}")
-    pp.parse(text, filename)
-    out = io.StringIO()
-    pp.write(out)
+    try:
+        pp.parse(text, filename)
+        out = io.StringIO()
+        pp.write(out)
+    except RecursionError:
+        raise UserError(f"{filename}: includes or macros nested too deep to follow") from None
     if pp.return_code:
         raise CodeError(f"{filename}: the preprocessor failed")
     return out.getvalue()

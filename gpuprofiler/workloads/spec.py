@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.textfile import read_text
+from gpuprofiler.textfile import confined, read_text
 from gpuprofiler.workloads import sparse
+from gpuprofiler.workloads.builtin import kernels_dir
 from gpuprofiler.workloads.safe_eval import MAX_INT, evaluate, evaluate_int, parse
 
 if sys.version_info >= (3, 11):
@@ -555,7 +556,10 @@ def load_spec(path: str | Path) -> KernelSpec:
         except OSError as exc:  # a name too long for the file system
             raise UserError(f"{where}.source.{kind}: cannot read {_shown(str(src))}: {exc.strerror or exc}") from None
         if not found:
-            raise UserError(f"{where}.source.{kind}: file not found: {src}")
+            raise UserError(f"{where}.source.{kind}: " + (f"{src} is not a regular file" if src.exists() else
+                                                            f"file not found: {src}"))
+        # inside the spec's folder, the builtin kernels' or one the user allows
+        confined(src, path.parent, f"{where}.source.{kind}", also=(kernels_dir(),))
         read_text(src, "kernel source", MAX_SOURCE_BYTES)  # text (UTF-8) of a sane size, or refused now, by line
 
     args_raw = _require(raw, "args", where, list, "a list of [[args]] tables")
