@@ -116,14 +116,35 @@ def add_timing(p: argparse.ArgumentParser, base: TimingPolicy, budget_option: st
                    help=f"stop a kernel as hung when its measurement gives no result for this long: exit 3, the "
                         f"records before it kept (tune: a failed configuration, the others go on) (default "
                         f"{base.timeout_s:g}; 0: wait for ever)")
-    p.set_defaults(timing_base=base)
+    p.set_defaults(timing_base=base, budget_option=budget_option)
+
+
+# what the timing options may be: a budget up to a day, samples and warm-up runs a measurement can take
+RANGES = {"budget": (0.0, 86_400.0, "seconds"), "min_samples": (1, 100_000, "samples"),
+          "warmup": (0, 100_000, "warm-up runs"), "rel_ci": (0.0, 1.0, "a fraction")}
+
+
+def checked(value, option: str, low, high, what: str, above_low: bool = False):
+    """``value`` where it is a finite number in [low, high] ((low, high] with ``above_low``); else a UserError naming
+    ``option`` and the range."""
+    ok = isinstance(value, (int, float)) and math.isfinite(value) and (value > low if above_low else value >= low) \
+        and value <= high
+    if not ok:
+        raise UserError(f"{option} {value}: expected {what} {'above' if above_low else 'from'} {low:g} "
+                        f"{'up ' if above_low else ''}to {high:g}")
+    return value
 
 
 def policy(args: argparse.Namespace) -> TimingPolicy:
-    """The timing policy of a command's options."""
+    """The timing policy of a command's options, each in its range (:data:`RANGES`)."""
     timeout = args.timeout
     if not (math.isfinite(timeout) and timeout >= 0):
         raise UserError(f"--timeout {timeout:g}: expected a number of seconds >= 0 (0: no limit)")
+    for name, (low, high, what) in RANGES.items():
+        value = getattr(args, name)
+        if value is not None:
+            option = getattr(args, "budget_option", "--budget") if name == "budget" else "--" + name.replace("_", "-")
+            checked(value, option, low, high, what, above_low=name == "budget")
     return args.timing_base.but(warmup=args.warmup, min_samples=args.min_samples, budget_s=args.budget,
                                 rel_ci=args.rel_ci, timeout_s=timeout or None)
 

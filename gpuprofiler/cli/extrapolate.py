@@ -11,6 +11,7 @@ from gpuprofiler.cli.common import (
     add_device,
     add_profile,
     add_timing,
+    checked,
     cluster_device,
     find_profile,
     int_list,
@@ -43,6 +44,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    checked(args.coverage, "--coverage", 0.0, 1.0, "a share of the run", above_low=True)
+    policy(args)  # the timing options in their ranges before anything is measured
     from gpuprofiler.device import open_backend
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
     from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record

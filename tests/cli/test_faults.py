@@ -265,3 +265,38 @@ def test_validate_ten_sigkills(tmp_path):
         rerun_validate(folder)
     print(f"\nvalidate: {sum(cut)} of 10 SIGKILLs landed while it ran")
     assert sum(cut) >= 6
+
+
+@pytest.mark.parametrize("option, value", [("--min-samples", "1000000000"), ("--min-samples", "0"),
+                                           ("--warmup", "100000000"), ("--warmup", "-1"), ("--budget", "0"),
+                                           ("--budget", "inf"), ("--budget", "1e9"), ("--rel-ci", "2"),
+                                           ("--rel-ci", "nan")])
+def test_timing_options_out_of_their_range_are_refused_before_measuring(option, value):
+    """Each timing option in its range (``cli.common.RANGES``), else exit 2 naming it, before a device is opened."""
+    import argparse
+
+    from gpuprofiler.cli.common import add_timing, policy
+    from gpuprofiler.errors import UserError
+    from gpuprofiler.measure.policy import MEASURE
+
+    p = argparse.ArgumentParser()
+    add_timing(p, MEASURE)
+    assert policy(p.parse_args([])) is not None  # the defaults are in range
+    with pytest.raises(UserError, match=f"{option} .*expected"):
+        policy(p.parse_args([f"{option}={value}"]))
+
+
+def test_extrapolate_refuses_a_coverage_outside_0_to_1_and_a_budget_is_named_as_the_command_names_it(tmp_path):
+    for bad in ("-1", "0", "1.5", "nan"):
+        done = run_cli("extrapolate", "vadd", f"--coverage={bad}", cwd=tmp_path)
+        assert done.returncode == 2 and "--coverage" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    import argparse
+
+    from gpuprofiler.cli.common import add_timing, policy
+    from gpuprofiler.errors import UserError
+    from gpuprofiler.measure.policy import MEASURE
+
+    p = argparse.ArgumentParser()
+    add_timing(p, MEASURE, budget_option="--seconds")  # tune's name for it
+    with pytest.raises(UserError, match="--seconds -1.0: expected seconds above 0"):
+        policy(p.parse_args(["--seconds=-1"]))
