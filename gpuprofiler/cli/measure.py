@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.all_devices:
         raise UserError("--all-devices measures on every device of a cluster: give --cluster")
     backend = open_backend(args.device)
-    log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info)
+    log = MeasurementLog(Path(args.output) if args.output else default_path(backend.info), backend.info).check()
     progress(f"device {backend.info.id}: {backend.info.name}; measurements go to {log.path}")
 
     block = {"n": 0, "id": uuid.uuid4().hex[:12]}

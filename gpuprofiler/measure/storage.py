@@ -14,6 +14,7 @@ import math
 import os
 import platform
 import shlex
+import stat
 import sys
 import uuid
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, Iterable
 
 from gpuprofiler import __version__
 from gpuprofiler.device.base import DeviceInfo
+from gpuprofiler.errors import UserError
 
 
 def results_root() -> Path:
@@ -29,6 +31,34 @@ def results_root() -> Path:
 
 def default_path(device: DeviceInfo, name: str = "measurements.jsonl") -> Path:
     return results_root() / device.slug / name
+
+
+def writable(path: str | Path, what: str = "output file") -> Path:
+    """``path`` checked as an output before any work is done: an existing regular file that opens for appending, or
+    a new one in a folder that can hold it (created empty now); a directory, a device, a pipe, a name too long or a
+    folder that cannot be written is a UserError naming it, so that nothing is measured into a file that cannot
+    take it."""
+    path = Path(path)
+    try:
+        if path.exists():
+            if not stat.S_ISREG(path.stat().st_mode):
+                raise UserError(f"{what} {path} is not a regular file (a directory, a device or a pipe): give a file "
+                                "name")
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND))
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644))
+    except OSError as exc:
+        raise UserError(f"cannot write {what} {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL byte in the name
+        raise UserError(f"cannot write {what} {str(path)[:200]!r}: {exc}") from None
+    return path
+
+
+def fallback_path(path: Path) -> Path:
+    """Where records go when ``path`` stops taking them: ``results/unsaved/<name>.<time>.<pid>.jsonl``."""
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return results_root() / "unsaved" / f"{Path(path).stem[:100]}.{stamp}.{os.getpid()}.jsonl"
 
 
 def provenance(device: DeviceInfo | dict[str, Any], host: str | None = None) -> dict[str, Any]:
@@ -87,6 +117,7 @@ class MeasurementLog:
         self.path = Path(path)
         self.meta = provenance(device)
         self.written = 0
+        self.fallback_from: Path | None = None  # the file that stopped taking the records, where one did
 
     def line(self, record: dict[str, Any], meta: dict[str, Any] | None = None) -> bytes:
         """The record as one JSON line, with the provenance (``meta``: another device's, measured elsewhere) and the
@@ -102,10 +133,29 @@ class MeasurementLog:
     def append(self, record: dict[str, Any]) -> None:
         self.append_many([record])
 
+    def check(self) -> "MeasurementLog":
+        """The file checked as an output before anything is measured (:func:`writable`); returns self."""
+        writable(self.path, "measurements file")
+        return self
+
     def append_many(self, records: list[dict[str, Any]], meta: dict[str, Any] | None = None) -> None:
         """Several records in one write: a crash keeps all of them or none (``meta``: their provenance, where
-        another device measured them)."""
+        another device measured them). Where the file stops taking them (a full disk, a file replaced), they and
+        the records after them go to :func:`fallback_path`, said once on stderr: nothing measured is lost."""
         data = self._lines(records, meta)
+        try:
+            self._write(data, len(records))
+        except OSError as exc:
+            if self.fallback_from is not None:
+                raise UserError(f"cannot write the measurements to {self.path} either ({exc.strerror or exc})") \
+                    from None
+            self.fallback_from, failed = self.path, exc
+            self.path = fallback_path(self.path)
+            print(f"gpuprofiler: cannot write {self.fallback_from} ({failed.strerror or failed}): the measurements "
+                  f"go to {self.path}", file=sys.stderr, flush=True)
+            self.append_many(records, meta)
+
+    def _write(self, data: bytes, count: int) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         start = None
@@ -122,7 +172,7 @@ class MeasurementLog:
             # (even before the count) still counts the records it kept
             try:
                 if start is not None and os.fstat(fd).st_size >= start + len(data):
-                    self.written += len(records)
+                    self.written += count
             finally:
                 os.close(fd)  # releases the lock
 

@@ -300,3 +300,11 @@ def test_extrapolate_refuses_a_coverage_outside_0_to_1_and_a_budget_is_named_as_
     add_timing(p, MEASURE, budget_option="--seconds")  # tune's name for it
     with pytest.raises(UserError, match="--seconds -1.0: expected seconds above 0"):
         policy(p.parse_args(["--seconds=-1"]))
+
+
+@pytest.mark.pocl
+def test_measure_refuses_an_output_that_cannot_take_records_before_measuring(tmp_path):
+    for bad in ("/dev/full", tmp_path):
+        done = run_cli("measure", "vadd", "--sizes", "1024", "--budget", "0.05", "-o", bad, cwd=tmp_path)
+        assert done.returncode == 2 and "not a regular file" in done.stderr and "Traceback" not in done.stderr
+        assert "saved" not in done.stderr  # nothing was measured

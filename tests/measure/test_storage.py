@@ -71,3 +71,40 @@ def test_keyed_log_writes_a_group_once_and_counts_only_whole_groups(tmp_path):
     assert cut.put("a", [{"i": 0}, {"i": 1}])
     path.write_bytes(path.read_bytes() + b'{"store_key": "d", "store_group": "g", "store_group_size": 1}')  # torn
     assert "d" not in KeyedLog(path, info) and KeyedLog(path, info).stored == 2
+
+
+def test_an_output_that_cannot_take_records_is_refused_before_any_work(tmp_path):
+    """A directory, a device, a pipe, a name too long or a folder that cannot be made: a UserError naming it; a new
+    file is created empty, an existing one kept as it is."""
+    import os
+
+    import pytest
+
+    from gpuprofiler.errors import UserError
+    from gpuprofiler.measure.storage import writable
+
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "file").write_text("x\n")
+    for bad, message in ((tmp_path, "not a regular file"), ("/dev/full", "not a regular file"),
+                         (tmp_path / "pipe", "not a regular file"), (tmp_path / ("x" * 300), "cannot write"),
+                         (tmp_path / "file" / "under.jsonl", "cannot write")):
+        with pytest.raises(UserError, match=message):
+            MeasurementLog(bad, DEVICE).check()
+    assert writable(tmp_path / "new" / "m.jsonl").read_text() == ""
+    assert writable(tmp_path / "file").read_text() == "x\n"
+
+
+def test_records_a_file_stops_taking_go_to_a_fallback_file_and_it_is_said(tmp_path, monkeypatch, capsys):
+    """The file checked, then replaced by a directory: this record and the next go to results/unsaved/, whole, and
+    stderr says where, once."""
+    monkeypatch.setenv("GPUPROFILER_RESULTS", str(tmp_path / "results"))
+    log = MeasurementLog(tmp_path / "m.jsonl", DEVICE).check()
+    log.append({"kernel": "a", "size": 1})
+    (tmp_path / "m.jsonl").unlink()
+    (tmp_path / "m.jsonl").mkdir()
+    log.append({"kernel": "b", "size": 2})
+    log.append({"kernel": "c", "size": 3})
+    (saved,) = (tmp_path / "results" / "unsaved").iterdir()
+    assert [r["kernel"] for r in read_records(saved)] == ["b", "c"] and log.path == saved and log.written == 3
+    err = capsys.readouterr().err
+    assert err.count("cannot write") == 1 and str(saved) in err
