@@ -303,6 +303,24 @@ def _real(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+# the largest a measured figure can physically be, by its key's ending: a cache or array past 1 TiB, a clock past
+# 10 GHz, a time past a day, a bandwidth past 1 PB/s is no measurement of a device
+LIMITS = (("_per_s", 1e18, "1e18 per second"), ("_bytes", 2.0 ** 40, "1 TiB"), ("bytes", 2.0 ** 40, "1 TiB"),
+          ("hz", 1e10, "10 GHz"), ("_s", 86_400.0, "a day"), ("_Bps", 1e15, "1 PB/s"), ("Bps", 1e15, "1 PB/s"))
+
+
+CACHE_LIMIT = (2.0 ** 34, "16 GiB")  # a cache level (the largest built hold about 1 GiB)
+
+
+def _limit(key: str) -> tuple[float, str] | None:
+    """The physical limit of the figure at ``key`` (its last name, or the entry's name for ``.value``), or None."""
+    parts = [p for p in key.split(".") if p and not p.isdigit()]
+    name = parts[-2] if len(parts) > 1 and parts[-1] == "value" else (parts[-1] if parts else "")
+    if name.endswith("bytes") and ("caches" in parts[:1] or "llc" in name or "cache" in name):
+        return CACHE_LIMIT
+    return next(((high, what) for end, high, what in LIMITS if name.endswith(end)), None)
+
+
 class _Validator:
     """The profile's schema (:data:`SCHEMA_DOC`) checked on load: every failure names the key. Sections and keys
     that are missing are allowed (a partial profile reads as figures missing); those present must have their
@@ -361,6 +379,13 @@ class _Validator:
         if not math.isfinite(value) or value <= 0:
             raise self.fail(key, f"{what} must be a positive finite number (a time, rate, size or clock), "
                                  f"got {value!r}")
+        self.physical(value, key)
+
+    def physical(self, value: Any, key: str) -> None:
+        """A figure past what a device can physically have (:data:`LIMITS`) is refused, naming the key."""
+        limit = _limit(key)
+        if limit is not None and _real(value) and value > limit[0]:
+            raise self.fail(key, f"{value!r:.40} is past {limit[1]}: no device measures that")
 
     def typed(self, table: dict, key: str, prefix: str, kind: str, optional_null: bool = True) -> Any:
         """``table[key]`` (absent: None) checked to be ``kind``: str, bool, dict, list, number, positive, int>=1."""
@@ -437,6 +462,8 @@ class _Validator:
         for key, value in extra.items():
             if _real(value) and value < 0:
                 raise self.fail(f"device.extra.{key}", f"expected a number >= 0, got {value!r}")
+            if "cache" in str(key):  # what the driver says of its caches sizes the cache analysis
+                self.physical(value, f"device.extra.{key}")
         clock = data.get("clock") or {}
         self.typed(clock, "hz", "clock", "positive")
         self.typed(clock, "reported_hz", "clock", "nonnegative")

@@ -242,3 +242,28 @@ def test_a_bad_overlap_point_is_named(tmp_path, point, expected):
     data = copy.deepcopy(POCL)
     data["concurrency"]["overlap_curve"] = [point]
     assert refused(tmp_path, data=data).startswith(expected)
+
+
+@pytest.mark.parametrize("where, value, message", [
+    (("bandwidth", "streaming_llc_bytes", "value"), 1e30, "past 16 GiB"),
+    (("bandwidth", "streaming_llc_bytes", "value"), 1e12, "past 16 GiB"),
+    (("caches", 0, "size_bytes"), 2.0 ** 35, "past 16 GiB"),
+    (("clock", "hz"), 1.7e308, "past 10 GHz"),
+    (("clock", "hz"), 2e10, "past 10 GHz"),
+    (("bandwidth", "read_Bps", "value"), 1e20, "past 1 PB/s"),
+    (("caches", 0, "latency_s"), 1.4e291, "past a day"),
+    (("device", "extra", "global_mem_cache_bytes"), 1e15, "past 16 GiB"),
+])
+def test_a_figure_no_device_can_have_is_refused_naming_it(where, value, message):
+    """The audit's profiles the schema accepted (a 1e30-byte cache, a 1.7e308 Hz clock with a 1.4e291 s latency)
+    and their neighbours: refused on load, naming the key and the limit; the committed profiles all pass."""
+    data = copy.deepcopy(POCL)
+    node = data
+    for k in where[:-1]:
+        node = node[k]
+    node[where[-1]] = value
+    key = ".".join(str(k) for k in where)
+    with pytest.raises(UserError, match=rf"{key.replace('.', '[.]')}: .*{message}"):
+        validate_profile(data)
+    validate_profile(copy.deepcopy(POCL))
+    validate_profile(copy.deepcopy(H100))
