@@ -18,13 +18,13 @@ from typing import Any
 
 from gpuprofiler import __version__
 from gpuprofiler.errors import UserError
+from gpuprofiler.measure.records import LONGEST_S, SHORTEST_S
 from gpuprofiler.textfile import read_text
 
 FORMAT = 1
 MAX_BYTES = 256 << 20
 SESSIONS = 5  # sessions kept per entry
 MAX_SAMPLES = 10_000  # device times per session: the regression test resamples each session this many times over
-SHORTEST_S, LONGEST_S = 1e-12, 86_400.0  # a device time outside a picosecond .. a day is no measurement
 
 
 def key(device_slug: str, kernel: str, size: int | None, version: str = __version__) -> str:

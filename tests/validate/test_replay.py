@@ -122,6 +122,9 @@ GOOD = {"kernel": "vadd", "phase": "vadd", "size": 1024, "samples_s": [1e-5, 2e-
     ({"samples_s": []}, "samples_s"), ({"samples_s": 0.001}, "samples_s"), ({"samples_s": ["x"]}, "samples_s"),
     ({"samples_s": [0.0, 1e-5]}, "samples_s"), ({"samples_s": [float("inf")]}, "samples_s"),
     ({"device": "pocl"}, "device"), ({"work": "lots"}, "work"), ({"work": -1}, "work"),
+    ({"samples_s": [1e308] * 5}, "between a picosecond and a day"),  # the audit's
+    ({"samples_s": [5e-324] * 5}, "between a picosecond and a day"), ({"samples_s": [1e5]}, "samples_s"),
+    ({"model_s": 1e308}, "model_s"), ({"median_s": float("nan")}, "median_s"), ({"min_s": "x"}, "min_s"),
 ])
 def test_records_that_are_not_measurements_are_named(change, why):
     from gpuprofiler.validate.replay import problem
