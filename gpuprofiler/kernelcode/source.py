@@ -8,6 +8,10 @@ import ast as pyast
 import io
 import os
 import re
+import signal
+import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -94,17 +98,59 @@ def _builtin_kernels() -> Path:
     return Path(gpuprofiler.kernels.__file__).parent
 
 
+PREPROCESS_S = 10.0  # the preprocessor's time on one source: a macro that doubles 15 times takes about 1 s
+PREPROCESS_BYTES = 2 << 30  # and the memory it may add
+
+
+def _rss() -> int | None:
+    """This process's resident memory in bytes (Linux), or None."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@contextmanager
+def _bounded(filename: str):
+    """Stop what runs inside past :data:`PREPROCESS_S` seconds or :data:`PREPROCESS_BYTES` of added memory (a macro
+    that expands without end), checked ten times a second from a timer signal: the main thread of a process, on a
+    system with ``setitimer``; elsewhere unbounded (a worker process's own limits apply there)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+    start, base = time.monotonic(), _rss()
+
+    def check(signum, frame):
+        if time.monotonic() - start > PREPROCESS_S:
+            raise UserError(f"{filename}: the preprocessor ran past {PREPROCESS_S:g} s (a macro that expands "
+                            "without end?)")
+        now = _rss()
+        if base is not None and now is not None and now - base > PREPROCESS_BYTES:
+            raise UserError(f"{filename}: the preprocessor took more than {PREPROCESS_BYTES >> 30} GiB (a macro that "
+                            "expands without end?)")
+
+    previous = signal.signal(signal.SIGALRM, check)
+    signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def preprocess(text: str, filename: str, defines: dict[str, Any]) -> str:
     """``text`` (the source ``filename``) through the C preprocessor with ``defines``; its includes confined
-    (:class:`_Confined`)."""
+    (:class:`_Confined`), its time and memory bounded (:func:`_bounded`)."""
     pp = _Confined(Path(filename).parent)
     pp.line_directive = "#line"
     for k, v in defines.items():
         pp.define(f"{k} {v}")
     try:
-        pp.parse(text, filename)
-        out = io.StringIO()
-        pp.write(out)
+        with _bounded(filename):
+            pp.parse(text, filename)
+            out = io.StringIO()
+            pp.write(out)
     except RecursionError:
         raise UserError(f"{filename}: includes or macros nested too deep to follow") from None
     if pp.return_code:

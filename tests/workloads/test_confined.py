@@ -87,3 +87,27 @@ def test_measure_refuses_a_kernel_including_a_file_outside_its_folder(tmp_path):
     assert r.returncode == 2, r.stderr
     assert "#include /etc/hostname" in r.stderr and SOURCE_DIRS in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "m.jsonl").exists() or not (tmp_path / "m.jsonl").read_text().strip()
+
+
+def test_a_macro_that_expands_without_end_is_stopped_in_time(tmp_path, monkeypatch):
+    """Fifteen chained defines, each three copies of the one before (3^15 tokens): stopped past the preprocessor's
+    time limit (lowered here to half a second) with a message, the timer and the signal handler given back; a
+    doubling chain of the same length (2^15) still preprocesses."""
+    import signal
+    import time
+
+    import gpuprofiler.kernelcode.source as source
+
+    monkeypatch.setattr(source, "PREPROCESS_S", 0.5)
+    bomb = "\n".join(["#define M0 x"] + [f"#define M{i} M{i - 1} M{i - 1} M{i - 1}" for i in range(1, 16)]
+                     + ["int y = M15;"]) + "\n"
+    before = signal.getsignal(signal.SIGALRM)
+    t0 = time.monotonic()
+    with pytest.raises(UserError, match="the preprocessor ran past 0.5 s"):
+        preprocess(bomb, str(tmp_path / "bomb.cl"), {})
+    assert time.monotonic() - t0 < 5
+    assert signal.getsignal(signal.SIGALRM) is before and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    monkeypatch.setattr(source, "PREPROCESS_S", 30.0)
+    fine = "\n".join(["#define M0 x"] + [f"#define M{i} M{i - 1} M{i - 1}" for i in range(1, 13)]
+                     + ["int y = M12;"]) + "\n"
+    assert preprocess(fine, str(tmp_path / "fine.cl"), {}).split("int y =")[1].count("x") == 2 ** 12
