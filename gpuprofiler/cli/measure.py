@@ -98,9 +98,12 @@ def run(args: argparse.Namespace) -> int:
         if args.repeat > 1:
             rec.update(repeat_block=block["n"], repeat_blocks=args.repeat, repeat_id=block["id"])
         log.append(rec)
+        shared = rec.get("contention") or {}
         progress(f"{rec['kernel']}/{rec['phase']} size {rec['size']}: p10 {rec['model_s'] * 1e6:.1f} us, median "
                  f"{rec['median_s'] * 1e6:.1f} us "
-                 f"({rec['samples']} samples, {rec['stop_reason']}); saved")
+                 f"({rec['samples']} samples, {rec['stop_reason']}); saved"
+                 + (f"; CONTENDED: other processes took {shared.get('share', 0):.0%} of the cores while it ran, "
+                    "its times are slower than the device's own" if rec.get("contended") else ""))
 
     records: list[dict] = []
     timelines: dict[int, dict] = {}

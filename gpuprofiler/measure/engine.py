@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from gpuprofiler.device.base import LaunchHook
+from gpuprofiler.measure import contention
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.stats import Summary, summarize, tight
 
@@ -29,6 +30,7 @@ class Timing:
     stop_reason: str = ""
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     placements: int = 1  # blocks of samples, each on buffers allocated afresh
+    contention: dict | None = None  # what other processes took of the host's cores while it ran (measure.contention)
 
     @property
     def device(self) -> Summary:
@@ -70,6 +72,7 @@ class Engine:
                 timing.warmup_s.append(run())
             rounds += 1
         start = time.perf_counter()
+        before = contention.snapshot()
         while True:
             for run, timing in zip(runs, timings):
                 t0 = time.perf_counter()
@@ -87,8 +90,10 @@ class Engine:
                 reason = "budget"
             else:
                 continue
+            shared = contention.between(before, contention.snapshot())
             for timing in timings:
                 timing.stop_reason = reason
+                timing.contention = shared
             return timings
 
     def launch_once(self, backend: Any, kernel: Any, global_size: Sequence[int], local_size: Sequence[int] | None,

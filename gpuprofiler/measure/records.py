@@ -41,7 +41,8 @@ def host_figures(timing: Timing) -> dict[str, Any]:
     """The host round-trip figures and raw lists of a timing, beside its device figures."""
     h = timing.host
     return {"host_median_s": h.median, "host_min_s": h.minimum, "stop_reason": timing.stop_reason,
-            "host_samples_s": list(timing.host_s), "warmup_s": list(timing.warmup_s)}
+            "host_samples_s": list(timing.host_s), "warmup_s": list(timing.warmup_s),
+            "contention": timing.contention}
 
 
 def record(kind: str, kernel: str, phase: str, size: int, samples: Sequence[float], metric: str, spec: str,
@@ -97,6 +98,9 @@ def pooled(visits: Sequence[Sequence[dict[str, Any]]], confidence: float = 0.95)
                    checked=any(bool(r.get("checked")) for r in recs), placements=sum(int(r.get("placements") or 1)
                                                                                    for r in recs),
                    stop_reason=",".join(dict.fromkeys(str(r.get("stop_reason", "")) for r in recs)),
+                   contended=any(bool(r.get("contended")) for r in recs),
+                   contention=max((r["contention"] for r in recs if isinstance(r.get("contention"), dict)),
+                                  key=lambda c: c.get("share", 0.0), default=None),
                    visits=[{"date": r.get("date"), "samples": len(r["samples_s"]), "model_s": r.get("model_s"),
                             "median_s": r.get("median_s")} for r in recs])
         if all("host_samples_s" in r for r in recs):

@@ -11,6 +11,7 @@ import numpy as np
 
 from gpuprofiler.device.base import Backend, Buffer, Kernel
 from gpuprofiler.errors import DeviceError, UserError, stage
+from gpuprofiler.measure.contention import combine, contended
 from gpuprofiler.measure.engine import Engine, Timing
 from gpuprofiler.measure.policy import TimingPolicy
 from gpuprofiler.measure.records import KERNEL_METRIC, host_figures, record
@@ -166,6 +167,7 @@ def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: T
         budget_s=policy.budget_s / blocks, min_samples=max(2, -(-policy.min_samples // blocks)),
         max_samples=max(2, policy.max_samples // blocks))
     merged = [Timing(policy=policy) for _ in prepared]
+    shared: list[dict | None] = []
     for b in range(blocks):
         if b:
             for one in prepared:
@@ -179,6 +181,9 @@ def _time_placements(backend: Backend, prepared: list[PreparedKernel], policy: T
             into.warmup_s += timing.warmup_s
             into.stop_reason = timing.stop_reason
             into.placements = blocks
+        shared.append(timings[0].contention if timings else None)
+    for into in merged:
+        into.contention = combine(shared)
     return merged
 
 
@@ -252,6 +257,7 @@ def measure_spec(backend: Backend, spec: KernelSpec, sizes: Iterable[int], polic
             rec = spec_record(spec, size, one.instance, timing, checked, check_error,
                               [s for s in group if s != size])
             rec["placements"] = timing.placements
+            rec["contended"] = contended(rec.get("contention"), getattr(backend.info, "type", None))
             records.append(rec)
             if on_record:
                 on_record(rec)
