@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 from gpuprofiler.cli.common import (
@@ -147,7 +148,13 @@ def run(args: argparse.Namespace) -> int:
     progress(f"table {out / 'table.csv'}, plot {plot}")
     failures = tuner.failures(f"kind:{kind}" if runner else backend.info.id)
     code = end_with_failures(failures, out / "failed.csv", tuner.measured_count, "configuration", args.json)
-    return code if failures or best else 1
+    if failures or best:
+        return code
+    # nothing ran and nothing failed: the restrictions, the strategy's budget or the stored results left no
+    # configuration to time, which the options decide (exit 2, as for any input that gives no work)
+    print(f"gpuprofiler: error: no configuration of {len(tuner.candidates)} allowed was measured: widen --space or "
+          "--restrict, or raise the strategy's --budget", file=sys.stderr)
+    return 2
 
 
 def _fmt(v) -> str:

@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import KERNELS, REPO, run_cli
+from conftest import KERNELS, REPO, pocl_id, run_cli
 
 from gpuprofiler.errors import SOME_FAILED
 from gpuprofiler.measure.policy import TimingPolicy
@@ -168,3 +168,12 @@ def test_model_strategy_ranks_by_a_static_model_with_a_profile(tmp_path):
     bad = run_cli("tune", "spmv_sell", "--space", "S=1", "--size", "4000", "--strategy", "model", "--rank", "fractal",
                   "--profile", POCL_PROFILE, "-o", tmp_path / "t2")
     assert bad.returncode == 2 and "not a static one" in bad.stderr
+
+
+def test_a_tune_that_measures_nothing_exits_2_saying_why(variants, tmp_path):
+    """Every configuration refused by a restriction that cannot be evaluated: nothing ran, nothing failed: exit 2
+    with the reason (it was 1, outside the documented codes)."""
+    done = run_cli("tune", variants, "--space", "V=1,2;W=64", "--restrict", "V > K", "--size", "4096",
+                   "--device", pocl_id(), "-o", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "no configuration of 0 allowed was measured" in done.stderr and "Traceback" not in done.stderr
