@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from gpuprofiler.cli.common import add_device, add_profile, find_profile
+from gpuprofiler.cli.common import add_device, add_profile, find_profile, plot_path
 from gpuprofiler.errors import UserError
 
 
@@ -26,6 +26,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    plot_path(args.plot)
     from gpuprofiler.models.cache.analysis import analyse
     from gpuprofiler.models.maxplus.builder import BuildError
     from gpuprofiler.workloads.builtin import resolve

@@ -11,6 +11,7 @@ import argparse
 import math
 import sys
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 from gpuprofiler.errors import SOME_FAILED, ItemFailure, UserError
@@ -132,6 +133,25 @@ def checked(value, option: str, low, high, what: str, above_low: bool = False):
     if not ok:
         raise UserError(f"{option} {value}: expected {what} {'above' if above_low else 'from'} {low:g} "
                         f"{'up ' if above_low else ''}to {high:g}")
+    return value
+
+
+# the file formats matplotlib writes without extra packages
+PLOT_FORMATS = ("png", "pdf", "svg", "svgz", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp", "pgf", "raw", "rgba")
+
+
+def plot_path(value: str | None, option: str = "--plot") -> str | None:
+    """A plot's path checked before any work: a format matplotlib writes (its extension) and a file that can be
+    written (:func:`~gpuprofiler.measure.storage.writable`); else a UserError naming ``option``."""
+    if value is None:
+        return None
+    from gpuprofiler.measure.storage import writable
+
+    suffix = Path(value).suffix.lower().lstrip(".")
+    if suffix not in PLOT_FORMATS:
+        raise UserError(f"{option} {value}: a plot is written as {', '.join('.' + f for f in PLOT_FORMATS[:4])} ... "
+                        f"(the file's extension names the format), not {('.' + suffix) if suffix else 'no extension'}")
+    writable(value, f"{option} file")
     return value
 
 

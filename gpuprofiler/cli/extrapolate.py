@@ -16,6 +16,7 @@ from gpuprofiler.cli.common import (
     find_profile,
     int_list,
     open_runner,
+    plot_path,
     policy,
     progress,
 )
@@ -46,6 +47,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     checked(args.coverage, "--coverage", 0.0, 1.0, "a share of the run", above_low=True)
     policy(args)  # the timing options in their ranges before anything is measured
+    plot_path(args.plot)
     from gpuprofiler.device import open_backend
     from gpuprofiler.measure.storage import MeasurementLog, default_path, json_ready
     from gpuprofiler.models.fractal.predictor import FractalPredictor, check_record

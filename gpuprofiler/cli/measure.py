@@ -18,6 +18,7 @@ from gpuprofiler.cli.common import (
     int_list,
     open_runner,
     overrides,
+    plot_path,
     policy,
     progress,
 )
@@ -76,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--repeat must be at least 1 and --gap a non-negative number of seconds")
     if args.plot and args.repeat < 2:
         raise UserError("--plot shows the blocks of --repeat K (K >= 2)")
+    plot_path(args.plot)
     sets = overrides(args.set)
     if is_app and sets:
         raise UserError("--set applies to kernel specs, not apps")

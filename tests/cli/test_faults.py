@@ -308,3 +308,23 @@ def test_measure_refuses_an_output_that_cannot_take_records_before_measuring(tmp
         done = run_cli("measure", "vadd", "--sizes", "1024", "--budget", "0.05", "-o", bad, cwd=tmp_path)
         assert done.returncode == 2 and "not a regular file" in done.stderr and "Traceback" not in done.stderr
         assert "saved" not in done.stderr  # nothing was measured
+
+
+def test_a_plot_path_is_checked_before_any_work(tmp_path):
+    """--plot: a format matplotlib writes (by extension) in a file that can be written, else exit 2 naming it, before
+    a device is opened; a good path is created, a later plot overwrites it."""
+    from gpuprofiler.cli.common import plot_path
+    from gpuprofiler.errors import UserError
+
+    assert plot_path(None) is None and plot_path(str(tmp_path / "a" / "p.png")) == str(tmp_path / "a" / "p.png")
+    for bad, message in (("x.txt", "not .txt"), (str(tmp_path / "noext"), "no extension"),
+                         (str(tmp_path), "no extension"), (str(tmp_path / "m.jsonl" / "p.png"), "cannot write"),
+                         (str(tmp_path / "d.png"), "not a regular file")):
+        (tmp_path / "m.jsonl").touch()
+        if bad.endswith("d.png"):
+            (tmp_path / "d.png").mkdir()
+        with pytest.raises(UserError, match=message):
+            plot_path(bad)
+    done = run_cli("measure", "vadd", "--repeat", "2", "--plot", "x.txt", "-o", tmp_path / "m.jsonl", cwd=tmp_path)
+    assert done.returncode == 2 and "--plot x.txt" in done.stderr and "saved" not in done.stderr
+    assert (tmp_path / "m.jsonl").read_text() == ""
