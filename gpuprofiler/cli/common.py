@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -134,6 +135,23 @@ def checked(value, option: str, low, high, what: str, above_low: bool = False):
         raise UserError(f"{option} {value}: expected {what} {'above' if above_low else 'from'} {low:g} "
                         f"{'up ' if above_low else ''}to {high:g}")
     return value
+
+
+def output_dir(value: str | Path, option: str = "-o") -> Path:
+    """A results folder checked before any work: created (with its parents) where missing, and a folder this process
+    can write files in; else a UserError naming ``option``."""
+    path = Path(value)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".gpuprofiler-write-check-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except FileExistsError:
+        raise UserError(f"{option} {path}: exists and is not a folder: give a folder for the results") from None
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{option} {path}: cannot write results there: {getattr(exc, 'strerror', None) or exc}") \
+            from None
+    return path
 
 
 # the file formats matplotlib writes without extra packages

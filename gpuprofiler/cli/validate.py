@@ -14,6 +14,7 @@ from gpuprofiler.cli.common import (
     end_with_failures,
     name_list,
     open_runner,
+    output_dir,
     progress,
     warn,
 )
@@ -63,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
     paths = suite.suite_paths(args.suite, args.items)  # a bad suite fails before anything is opened
     if args.fit_correction:
         _enough_kernels(paths)
+    output_dir(outdir)  # a folder that takes the results, before anything is measured
     if args.replay:
         return _replay(args, models, outdir)
     runner = open_runner(args)

@@ -328,3 +328,14 @@ def test_a_plot_path_is_checked_before_any_work(tmp_path):
     done = run_cli("measure", "vadd", "--repeat", "2", "--plot", "x.txt", "-o", tmp_path / "m.jsonl", cwd=tmp_path)
     assert done.returncode == 2 and "--plot x.txt" in done.stderr and "saved" not in done.stderr
     assert (tmp_path / "m.jsonl").read_text() == ""
+
+
+def test_validate_refuses_a_results_folder_it_cannot_write_before_any_work(tmp_path):
+    """-o on a device, inside /proc, or under a file: exit 2 naming it (they were tracebacks after the predictions)."""
+    (tmp_path / "file").write_text("x\n")
+    for bad, message in (("/dev/full", "exists and is not a folder"), ("/proc/out", "cannot write results there"),
+                         (tmp_path / "file" / "out", "cannot write results there")):
+        done = run_cli("validate", "--replay", FIXTURES / "replay" / "measurements.jsonl", "--profile", POCL_PROFILE,
+                       "--models", "fractal", "-o", bad, cwd=tmp_path)
+        assert done.returncode == 2 and f"-o {bad}: {message}" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
