@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+import gpuprofiler.kernels
 from gpuprofiler.errors import UserError
 
 # control characters that never occur in a text file (tab, newline, vertical tab, form feed and carriage
@@ -62,16 +63,16 @@ def read_text(path: str | Path, what: str, max_bytes: int, hint: str = "") -> st
 SOURCE_DIRS = "GPUPROFILER_SOURCE_DIRS"  # folders (os.pathsep-separated) a kernel's sources may also come from
 
 
-def source_dirs(home: str | Path, also=()) -> list[Path]:
+def source_dirs(home: str | Path) -> list[Path]:
     """Where a kernel's sources and includes may be read from: ``home``'s folder tree (a spec's folder, an including
-    file's), the folders ``also`` (the builtin kernels) and those named in ``$GPUPROFILER_SOURCE_DIRS``; each
-    resolved (links followed)."""
+    file's), the builtin kernels' folder (``gpuprofiler.kernels``) and the folders named in
+    ``$GPUPROFILER_SOURCE_DIRS``; each resolved (links followed)."""
     extra = [p for p in os.environ.get(SOURCE_DIRS, "").split(os.pathsep) if p.strip()]
-    return [Path(home).resolve(), *(Path(p).resolve() for p in also),
+    return [Path(home).resolve(), Path(gpuprofiler.kernels.__file__).parent.resolve(),
             *(Path(p).expanduser().resolve() for p in extra)]
 
 
-def confined(path: str | Path, home: str | Path, what: str, also=()) -> Path:
+def confined(path: str | Path, home: str | Path, what: str) -> Path:
     """``path`` resolved (links followed), where it lies inside :func:`source_dirs` of ``home`` and is a regular
     file; else a UserError that names the path, where it leads and how to allow another folder. A spec is data that
     may come from anyone: its sources must not reach outside its folder unless the user says so."""
@@ -81,7 +82,7 @@ def confined(path: str | Path, home: str | Path, what: str, also=()) -> Path:
         regular = real.is_file()
     except (OSError, RuntimeError, ValueError) as exc:  # a loop of links, a name too long, a NUL byte
         raise UserError(f"{what}: cannot resolve {str(path)[:200]!r}: {exc}") from None
-    roots = source_dirs(home, also)
+    roots = source_dirs(home)
     if not any(real == r or r in real.parents for r in roots):
         led = f" (it leads to {real})" if real != path else ""
         raise UserError(f"{what}: {path}{led} lies outside {roots[0]}: a kernel's sources are read from its own "

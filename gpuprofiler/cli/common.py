@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from gpuprofiler.errors import SOME_FAILED, ItemFailure, UserError
-from gpuprofiler.measure.policy import TimingPolicy
+from gpuprofiler.measure.policy import LONGEST_S, TimingPolicy
 
 
 def progress(message: str) -> None:
@@ -122,7 +122,7 @@ def add_timing(p: argparse.ArgumentParser, base: TimingPolicy, budget_option: st
 
 
 # what the timing options may be: a budget up to a day, samples and warm-up runs a measurement can take
-RANGES = {"budget": (0.0, 86_400.0, "seconds"), "min_samples": (1, 100_000, "samples"),
+RANGES = {"budget": (0.0, LONGEST_S, "seconds"), "min_samples": (1, 100_000, "samples"),
           "warmup": (0, 100_000, "warm-up runs"), "rel_ci": (0.0, 1.0, "a fraction")}
 
 

@@ -21,7 +21,6 @@ import pcpp
 from pycparser import c_ast, c_parser
 from pycparser.c_parser import ParseError
 
-import gpuprofiler.kernels
 from gpuprofiler.errors import UserError
 from gpuprofiler.textfile import confined, read_text
 
@@ -88,14 +87,10 @@ class _Confined(pcpp.Preprocessor):
         if len(self.temp_path) > INCLUDE_DEPTH:
             raise UserError(f"#include {includepath}: included more than {INCLUDE_DEPTH} deep (a file that includes "
                             "itself?)")
-        real = confined(includepath, self.home, f"#include {includepath}", also=(_builtin_kernels(),))
+        real = confined(includepath, self.home, f"#include {includepath}")
         text = read_text(real, "included file", self.left)
         self.left -= len(text.encode())
         return io.StringIO(text)
-
-
-def _builtin_kernels() -> Path:
-    return Path(gpuprofiler.kernels.__file__).parent
 
 
 PREPROCESS_S = 10.0  # the preprocessor's time on one source: a macro that doubles 15 times takes about 1 s

@@ -7,6 +7,7 @@ The presets are what each command measures with; the command line's options (``-
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 # Warm-up time for a measurement that opens a sweep or a run, after which the device may have idled.
 SWEEP_WARMUP_S = 0.1
@@ -73,3 +74,12 @@ def bench(quick: bool, budget_s: float, quick_budget_s: float | None = None, war
     """A microbenchmark's policy: ``budget_s`` of sampling per point (``quick_budget_s`` with ``--quick``)."""
     budget = quick_budget_s if quick and quick_budget_s is not None else budget_s
     return TimingPolicy(warmup=warmup, min_samples=min_samples, budget_s=budget, stop_on="median")
+
+
+SHORTEST_S, LONGEST_S = 1e-12, 86_400.0  # a device time outside a picosecond .. a day is no measurement
+
+
+def device_time(x: Any) -> bool:
+    """Whether ``x`` can be a measured device time: a number (not a bool) from :data:`SHORTEST_S` to
+    :data:`LONGEST_S` (NaN compares false; a huge integer is compared, never converted)."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and SHORTEST_S <= x <= LONGEST_S

@@ -21,8 +21,6 @@ from gpuprofiler.measure.stats import (
     summarize,
 )
 
-SHORTEST_S, LONGEST_S = 1e-12, 86_400.0  # a device time outside a picosecond .. a day is no measurement
-
 KERNEL_METRIC = "device event time (kernel only); host_* = host round trip enqueue+finish"
 PHASE_METRIC = "device event time summed per run; share = of the run's device time"
 

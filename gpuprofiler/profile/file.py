@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofiler.errors import UserError
+from gpuprofiler.measure.policy import LONGEST_S
 from gpuprofiler.textfile import read_text
 
 SCHEMA = "gpuprofiler.profile"
@@ -306,7 +307,7 @@ def _real(value: Any) -> bool:
 # the largest a measured figure can physically be, by its key's ending: a cache or array past 1 TiB, a clock past
 # 10 GHz, a time past a day, a bandwidth past 1 PB/s is no measurement of a device
 LIMITS = (("_per_s", 1e18, "1e18 per second"), ("_bytes", 2.0 ** 40, "1 TiB"), ("bytes", 2.0 ** 40, "1 TiB"),
-          ("hz", 1e10, "10 GHz"), ("_s", 86_400.0, "a day"), ("_Bps", 1e15, "1 PB/s"), ("Bps", 1e15, "1 PB/s"))
+          ("hz", 1e10, "10 GHz"), ("_s", LONGEST_S, "a day"), ("_Bps", 1e15, "1 PB/s"), ("Bps", 1e15, "1 PB/s"))
 
 
 CACHE_LIMIT = (2.0 ** 34, "16 GiB")  # a cache level (the largest built hold about 1 GiB)

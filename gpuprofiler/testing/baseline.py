@@ -18,7 +18,7 @@ from typing import Any
 
 from gpuprofiler import __version__
 from gpuprofiler.errors import UserError
-from gpuprofiler.measure.records import LONGEST_S, SHORTEST_S
+from gpuprofiler.measure.policy import LONGEST_S, SHORTEST_S, device_time
 from gpuprofiler.textfile import read_text
 
 FORMAT = 1
@@ -83,7 +83,7 @@ def check_session(session: Any) -> str | None:
     for x in [*samples, *([session["figure_s"]] if session.get("figure_s") is not None else [])]:
         if isinstance(x, bool) or not isinstance(x, (int, float)):
             return f"a device time {str(x)[:40]!r} is not a number"
-        if not SHORTEST_S <= x <= LONGEST_S:  # NaN compares false; a huge integer is compared, never converted
+        if not device_time(x):
             return f"a device time of {repr(x)[:40]} s is no measurement (outside {SHORTEST_S:g} .. {LONGEST_S:g} s)"
     return None
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuprofiler.errors import UserError
-from gpuprofiler.measure.records import LONGEST_S, SHORTEST_S, pooled
+from gpuprofiler.measure.policy import device_time
+from gpuprofiler.measure.records import pooled
 from gpuprofiler.measure.storage import read_records
 from gpuprofiler.validate.suite import ItemResult, predict_items, suite_paths
 from gpuprofiler.workloads.sweep import Sweep, from_records, load_target
@@ -33,13 +34,10 @@ def problem(r: Any) -> str | None:
             or size != int(size):
         return "size is not a positive integer"
     samples = r["samples_s"]
-    if not isinstance(samples, list) or not samples or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) and SHORTEST_S <= x <= LONGEST_S
-            for x in samples):
+    if not isinstance(samples, list) or not samples or not all(device_time(x) for x in samples):
         return "samples_s must be a list of device times between a picosecond and a day"
     for key in ("model_s", "median_s", "min_s"):
-        x = r.get(key)
-        if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float)) or not SHORTEST_S <= x <= LONGEST_S):
+        if r.get(key) is not None and not device_time(r[key]):
             return f"{key} must be a device time between a picosecond and a day"
     work = r.get("work")
     if work is not None and (isinstance(work, bool) or not isinstance(work, (int, float)) or not 0 <= work < math.inf):

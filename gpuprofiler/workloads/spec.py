@@ -18,7 +18,6 @@ import numpy as np
 from gpuprofiler.errors import UserError
 from gpuprofiler.textfile import confined, read_text
 from gpuprofiler.workloads import sparse
-from gpuprofiler.workloads.builtin import kernels_dir
 from gpuprofiler.workloads.safe_eval import MAX_INT, evaluate, evaluate_int, parse
 
 if sys.version_info >= (3, 11):
@@ -558,8 +557,7 @@ def load_spec(path: str | Path) -> KernelSpec:
         if not found:
             raise UserError(f"{where}.source.{kind}: " + (f"{src} is not a regular file" if src.exists() else
                                                             f"file not found: {src}"))
-        # inside the spec's folder, the builtin kernels' or one the user allows
-        confined(src, path.parent, f"{where}.source.{kind}", also=(kernels_dir(),))
+        confined(src, path.parent, f"{where}.source.{kind}")  # the spec's folder, the builtin kernels' or the user's
         read_text(src, "kernel source", MAX_SOURCE_BYTES)  # text (UTF-8) of a sane size, or refused now, by line
 
     args_raw = _require(raw, "args", where, list, "a list of [[args]] tables")

@@ -195,21 +195,27 @@ def test_served_lines_that_bind_at_some_small_sizes_get_their_scale_fitted():
     assert c0 == pytest.approx(1e-4, rel=1e-2) and s == 1.0 and u == 1.0
 
 
+class _Scattered:
+    """A cache-miss law's memory whose scattered loads the shared cache serves cost ``price`` n^2 from size ``start``
+    on (streamed memory 1e-12 n beside)."""
+
+    def __init__(self, price, start):
+        self.price, self.start = price, start
+
+    def __call__(self, n):
+        return 1e-12 * n
+
+    def scattered_s(self, n, capacity=None):
+        return self.price * n**2 if n >= self.start else 0.0
+
+
 def test_scattered_loads_the_shared_cache_serves_add_to_the_work():
     """The scattered loads' time is added to the work at the target, like the page walks, not a bound beside it;
     at the small sizes it is taken out of the times before the work is fitted."""
     from gpuprofiler.models.fractal.laws import CacheMissLaw
 
     sizes = np.array([100.0, 200.0, 400.0, 800.0])
-
-    class Memory:
-        def __call__(self, n):
-            return 1e-12 * n
-
-        def scattered_s(self, n, capacity=None):
-            return 2e-10 * n**2 if n >= 400 else 0.0
-
-    law = CacheMissLaw(lambda n: n**2, Memory())
+    law = CacheMissLaw(lambda n: n**2, _Scattered(2e-10, 400))
     law._fit(sizes, 1e-4 + 1e-9 * sizes**2 + np.where(sizes >= 400, 2e-10 * sizes**2, 0.0))
     assert law.coef_[1] == pytest.approx(1e-9, rel=1e-6)
     value, _, details = law._predict(4000)
@@ -225,18 +231,7 @@ def test_scattered_loads_a_kernel_hides_behind_its_work_get_their_scale_fitted()
     from gpuprofiler.models.fractal.laws import FITS, CacheMissLaw
 
     sizes = np.array([100.0, 200.0, 300.0, 400.0, 600.0, 800.0])
-
-    class Memory:
-        def __init__(self, price):
-            self.price = price
-
-        def __call__(self, n):
-            return 1e-12 * n
-
-        def scattered_s(self, n, capacity=None):
-            return self.price * n**2 if n >= 300 else 0.0
-
-    law = CacheMissLaw(lambda n: n**2, Memory(5e-9))
+    law = CacheMissLaw(lambda n: n**2, _Scattered(5e-9, 300))
     law._fit(sizes, 1e-4 + 1e-9 * sizes**2 + np.where(sizes >= 300, 0.2 * 5e-9 * sizes**2, 0.0))
     c0, k, s, r, u = law.coef_
     assert u == pytest.approx(0.2, rel=1e-3) and k == pytest.approx(1e-9, rel=1e-3)
@@ -246,7 +241,7 @@ def test_scattered_loads_a_kernel_hides_behind_its_work_get_their_scale_fitted()
     assert details["scattered_scale"] == u and details["scattered_served_s"] == pytest.approx(1.6e-2, rel=1e-3)
 
     price = 0.5 * FITS * 1e-9  # at most half of FITS of any size's time: not fitted
-    law = CacheMissLaw(lambda n: n**2, Memory(price))
+    law = CacheMissLaw(lambda n: n**2, _Scattered(price, 300))
     law._fit(sizes, 1e-4 + 1e-9 * sizes**2 + np.where(sizes >= 300, 0.2 * price * sizes**2, 0.0))
     assert law.coef_[4] == 1.0
 
@@ -257,14 +252,6 @@ def test_scattered_loads_that_cost_more_than_the_price_keep_it():
     from gpuprofiler.models.fractal.laws import CacheMissLaw
 
     sizes = np.array([100.0, 200.0, 300.0, 400.0, 600.0, 800.0])
-
-    class Memory:
-        def __call__(self, n):
-            return 1e-12 * n
-
-        def scattered_s(self, n, capacity=None):
-            return 5e-9 * n**2 if n >= 300 else 0.0
-
-    law = CacheMissLaw(lambda n: n**2, Memory())
+    law = CacheMissLaw(lambda n: n**2, _Scattered(5e-9, 300))
     law._fit(sizes, 1e-4 + 1e-9 * sizes**2 + np.where(sizes >= 300, 2 * 5e-9 * sizes**2, 0.0))
     assert law.coef_[4] == pytest.approx(1.0, abs=1e-9) and law.coef_[1] > 1e-9
